@@ -1,0 +1,221 @@
+"""The trusted pytest runner: one sandboxed pytest process per tree and seed.
+
+Results travel only through the reporter's channel, a temporary file the
+runner opens outside the tree and hands to the process as a descriptor.
+The reporter writes one record per scheduled property and a sentinel last;
+a run without the sentinel is incomplete and its missing records stay
+missing (never a pass). See docs/design/runner.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ._config import Limits, SandboxConfig
+from ._launch import LaunchSpec, ProcessResult, launch
+
+REPORTER_SOURCE = (Path(__file__).with_name("_reporter.py")).read_text(encoding="utf-8")
+SENTINEL = "__patchwarden_sentinel__"
+CHANNEL_FD = 3  # first descriptor after stdio; the reporter moves it at once
+
+
+@dataclass(frozen=True)
+class PropertyTarget:
+    """A contract property and the pytest node id that checks it."""
+
+    prop: str
+    node_id: str
+
+
+@dataclass(frozen=True)
+class PropertyRecord:
+    prop: str
+    status: str
+    witness: str
+    duration_s: float
+
+
+@dataclass(frozen=True)
+class PropertyRun:
+    """What one sandboxed pytest process reported for one seed."""
+
+    seed: int
+    records: list[PropertyRecord]
+    """One per scheduled property that reported, in schedule (contract) order."""
+    missing: list[str]
+    complete: bool
+    """The reporter's sentinel arrived."""
+    shadowed: list[str]
+    problems: list[str]
+    process: ProcessResult
+
+
+@dataclass(frozen=True)
+class TestOutcome:
+    """One test's outcome in an agent run (the project's own configuration)."""
+
+    __test__ = False  # not a pytest test class
+
+    node_id: str
+    outcome: str
+    duration_s: float
+    text: str
+
+
+@dataclass(frozen=True)
+class AgentRun:
+    outcomes: list[TestOutcome]
+    complete: bool
+    process: ProcessResult
+    problems: list[str] = field(default_factory=list)
+
+
+def _interpreter(config: SandboxConfig) -> str:
+    return config.python or sys.executable
+
+
+def _base_env(seed: int) -> dict[str, str]:
+    return {
+        "PYTHONHASHSEED": str(seed),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        "HYPOTHESIS_STORAGE_DIRECTORY": "/tmp/.hypothesis",
+    }
+
+
+def _run_reporter(
+    tree: Path,
+    args: Sequence[str],
+    seed: int,
+    config: SandboxConfig,
+    *,
+    contract_paths: Sequence[str],
+    tree_writable: bool,
+    limits: Limits | None,
+    cancel: threading.Event | None = None,
+    on_output: Callable[[bytes], None] | None = None,
+) -> tuple[list[dict[str, Any]], list[str], ProcessResult]:
+    """Launch the reporter and return its channel's objects, problems, process."""
+    with tempfile.TemporaryFile(mode="w+b") as channel:
+        os.set_inheritable(channel.fileno(), True)
+        argv = [
+            _interpreter(config), "-s", "-P", "-c", REPORTER_SOURCE,
+            "--report-fd", str(channel.fileno()), "--seed", str(seed), *args,
+        ]
+        spec = LaunchSpec(
+            argv=argv, tree=tree, tree_writable=tree_writable, contract_paths=contract_paths,
+            env=_base_env(seed), pass_fds=(channel.fileno(),), limits=limits,
+        )
+        process = launch(spec, config, cancel=cancel, on_output=on_output)
+        channel.seek(0)
+        raw = channel.read()
+    objects, problems = [], []
+    for number, line in enumerate(raw.decode("utf-8", "replace").splitlines(), start=1):
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            problems.append(f"channel line {number} is not JSON")
+            continue
+        if isinstance(obj, dict):
+            objects.append(obj)
+        else:
+            problems.append(f"channel line {number} is not an object")
+    return objects, problems, process
+
+
+def _record(obj: Mapping[str, Any], seed: int) -> PropertyRecord | None:
+    if obj.get("seed") != seed or obj.get("status") not in ("pass", "fail"):
+        return None
+    if not isinstance(obj.get("prop"), str) or not isinstance(obj.get("witness", ""), str):
+        return None
+    duration = obj.get("duration_s", 0.0)
+    return PropertyRecord(
+        prop=obj["prop"], status=obj["status"], witness=obj.get("witness", ""),
+        duration_s=float(duration) if isinstance(duration, int | float) else 0.0,
+    )
+
+
+def run_properties(
+    tree: Path,
+    targets: Sequence[PropertyTarget],
+    seed: int,
+    config: SandboxConfig,
+    *,
+    contract_paths: Sequence[str] = (),
+    limits: Limits | None = None,
+) -> PropertyRun:
+    """Run every target for one seed in one sandboxed pytest process (read-only tree)."""
+    targets_json = json.dumps([[t.prop, t.node_id] for t in targets])
+    objects, problems, process = _run_reporter(
+        tree, ["--mode", "scorer", "--targets", targets_json, "--"], seed, config,
+        contract_paths=contract_paths, tree_writable=False, limits=limits,
+    )
+    sentinels = [o for o in objects if o.get(SENTINEL) is True]
+    complete = len(sentinels) == 1 and objects[-1] is sentinels[0]
+    if len(sentinels) > 1:
+        problems.append("more than one sentinel on the channel")
+    shadowed = sorted({str(s) for o in sentinels for s in o.get("shadowed", [])})
+    seen: dict[str, list[PropertyRecord]] = {}
+    for obj in objects:
+        if obj.get(SENTINEL) is True:
+            continue
+        record = _record(obj, seed)
+        if record is None:
+            problems.append(f"malformed record on the channel: {json.dumps(obj)[:200]}")
+            continue
+        seen.setdefault(record.prop, []).append(record)
+    records, missing = [], []
+    for target in targets:
+        found = seen.get(target.prop, [])
+        if not found:
+            missing.append(target.prop)
+        elif len(found) == 1:
+            records.append(found[0])
+        else:
+            # Two records for one property means something else wrote to
+            # the channel: the property cannot pass on such evidence.
+            problems.append(f"{len(found)} records for {target.prop}")
+            records.append(PropertyRecord(
+                prop=target.prop, status="fail",
+                witness=f"{target.prop}|ConflictingRecords|channel", duration_s=0.0,
+            ))
+    return PropertyRun(
+        seed=seed, records=records, missing=missing, complete=complete,
+        shadowed=shadowed, problems=problems, process=process,
+    )
+
+
+def run_agent_tests(
+    tree: Path,
+    pytest_args: Sequence[str],
+    seed: int,
+    config: SandboxConfig,
+    *,
+    contract_paths: Sequence[str] = (),
+    limits: Limits | None = None,
+    cancel: threading.Event | None = None,
+    on_output: Callable[[bytes], None] | None = None,
+) -> AgentRun:
+    """The agent's own test run: the project's configuration, a writable tree."""
+    objects, problems, process = _run_reporter(
+        tree, ["--mode", "agent", "--targets", "[]", "--", *pytest_args], seed, config,
+        contract_paths=contract_paths, tree_writable=True, limits=limits,
+        cancel=cancel, on_output=on_output,
+    )
+    outcomes = [
+        TestOutcome(
+            node_id=str(o["test"]), outcome=str(o.get("outcome", "")),
+            duration_s=float(o.get("duration_s") or 0.0), text=str(o.get("text", "")),
+        )
+        for o in objects if "test" in o
+    ]
+    complete = any(o.get(SENTINEL) is True for o in objects)
+    return AgentRun(outcomes=outcomes, complete=complete, process=process, problems=problems)

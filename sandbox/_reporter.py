@@ -1,0 +1,223 @@
+"""The trusted reporting plugin and bootstrap, run INSIDE the sandbox.
+
+This file is executed as a script source (``python -s -P -c SOURCE ...``) so
+that nothing in the tree can shadow it: it never imports patchwarden. It
+imports the test machinery (pytest, _pytest, pluggy, hypothesis) from the
+scorer's interpreter *before* the tree is put on ``sys.path``, forces the
+Hypothesis profile, seeds every source of randomness, and writes one JSON
+record per scheduled property to an inherited file descriptor, then a
+sentinel. stdout/stderr and the exit code never decide a status.
+
+Arguments: ``--report-fd N --seed S --mode scorer|agent --targets JSON -- [pytest args]``
+where JSON is ``[[prop_id, node_id], ...]`` (agent mode: ``[]``).
+"""
+
+import json
+import os
+import random
+import sys
+import time
+
+SENTINEL = "__patchwarden_sentinel__"
+MACHINERY = ("pytest", "_pytest", "pluggy", "hypothesis")
+AGENT_TEXT_CHARS = 4000  # enough of a traceback to act on, bounded per test
+
+
+def _parse_argv(argv):
+    opts = {}
+    rest = []
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--":
+            rest = argv[i + 1 :]
+            break
+        opts[argv[i].lstrip("-")] = argv[i + 1]
+        i += 2
+    return opts, rest
+
+
+OPTS, PYTEST_ARGS = _parse_argv(sys.argv[1:])
+SEED = int(OPTS["seed"])
+MODE = OPTS.get("mode", "scorer")
+TARGETS = json.loads(OPTS.get("targets", "[]"))
+TREE = os.getcwd()
+
+# The channel: move it to a fresh descriptor so the number in argv is stale.
+_report = os.fdopen(os.dup(int(OPTS["report-fd"])), "w", buffering=1)
+os.close(int(OPTS["report-fd"]))
+
+import pytest  # noqa: E402  (imported from the interpreter, before the tree is on sys.path)
+import _pytest  # noqa: E402
+import pluggy  # noqa: E402
+import hypothesis  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+MACHINERY_FILES = {name: sys.modules[name].__file__ for name in MACHINERY}
+
+settings.register_profile(
+    "patchwarden", database=None, deadline=None, derandomize=False, print_blob=False
+)
+settings.load_profile("patchwarden")
+random.seed(SEED)
+sys.path.insert(0, TREE)
+
+
+def _emit(obj):
+    _report.write(json.dumps(obj, sort_keys=True) + "\n")
+    _report.flush()
+
+
+def _relpath(path):
+    path = str(path)
+    if path.startswith(TREE + os.sep):
+        return path[len(TREE) + 1 :]
+    return os.path.basename(path)
+
+
+def _assertion_id(excinfo, test_file):
+    """file:line of the failing frame in the spec file, else the last tree frame."""
+    fallback = "?"
+    tb = excinfo.tb
+    frames = []
+    while tb is not None:
+        frames.append((tb.tb_frame.f_code.co_filename, tb.tb_lineno))
+        tb = tb.tb_next
+    for filename, lineno in reversed(frames):
+        if os.path.abspath(filename) == test_file:
+            return f"{_relpath(filename)}:{lineno}"
+        if fallback == "?" and filename.startswith(TREE + os.sep):
+            fallback = f"{_relpath(filename)}:{lineno}"
+    return fallback
+
+
+class Reporter:
+    """Collects one outcome per scheduled node id; never trusts the exit code."""
+
+    def __init__(self):
+        self.by_node = {node: prop for prop, node in TARGETS}
+        self.outcomes = {}  # node id -> (status, witness, duration)
+        self.started = {}
+
+    @pytest.fixture
+    def contract_seed(self):
+        return SEED
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item):
+        # Re-applied before every test: product code imported at collection
+        # cannot leave a weaker profile or a fixed random state behind.
+        settings.load_profile("patchwarden")
+        random.seed(SEED)
+        self.started[item.nodeid] = time.monotonic()
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        report = yield
+        if MODE == "agent":
+            return report
+        prop = self.by_node.get(item.nodeid)
+        if prop is None:
+            return report
+        test_file = os.path.abspath(str(item.path))
+        previous = self.outcomes.get(item.nodeid)
+        if previous and previous[0] == "fail":
+            return report  # the first failure (setup, call, teardown) is the witness
+        if report.skipped and hasattr(report, "wasxfail"):
+            witness = f"{prop}|XFailed|{_relpath(test_file)}"
+            self._record(item, "fail", witness)
+        elif report.skipped:
+            self._record(item, "fail", f"{prop}|Skipped|{report.when}")
+        elif report.failed:
+            if call.excinfo is not None:
+                exc_type = call.excinfo.type.__name__
+                where = _assertion_id(call.excinfo, test_file)
+            else:
+                exc_type, where = "Failed", report.when
+            if hasattr(report, "wasxfail"):
+                exc_type = "XPassedStrict"
+            prefix = "" if report.when == "call" else f"{report.when}:"
+            self._record(item, "fail", f"{prop}|{exc_type}|{prefix}{where}")
+        elif report.passed and hasattr(report, "wasxfail"):
+            self._record(item, "fail", f"{prop}|XPassed|{_relpath(test_file)}")
+        elif report.passed and report.when == "call":
+            self._record(item, "pass", "")
+        return report
+
+    def _record(self, item, status, witness):
+        duration = round(time.monotonic() - self.started.get(item.nodeid, time.monotonic()), 6)
+        self.outcomes[item.nodeid] = (status, witness, duration)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logfinish(self, nodeid, location):
+        if MODE == "agent":
+            if nodeid in self.outcomes:
+                self._emit_agent(nodeid)
+            return
+        prop = self.by_node.get(nodeid)
+        if prop is None or nodeid not in self.outcomes:
+            return
+        status, witness, duration = self.outcomes[nodeid]
+        _emit({"prop": prop, "seed": SEED, "status": status, "witness": witness,
+               "duration_s": duration})
+        self.by_node.pop(nodeid)
+
+    def pytest_runtest_logreport(self, report):
+        if MODE != "agent":
+            return
+        if report.when == "call" or report.outcome != "passed":
+            outcome = report.outcome
+            if hasattr(report, "wasxfail"):
+                outcome = "xfailed" if report.skipped else "xpassed"
+            elif report.when != "call" and report.failed:
+                outcome = "error"
+            previous = self.outcomes.get(report.nodeid)
+            if previous is None or previous[0] == "passed":
+                text = report.longreprtext[-AGENT_TEXT_CHARS:] if report.failed else ""
+                self.outcomes[report.nodeid] = (outcome, text, round(report.duration, 6))
+
+    def _emit_agent(self, nodeid):
+        outcome, text, duration = self.outcomes.pop(nodeid)
+        _emit({"test": nodeid, "outcome": outcome, "text": text, "duration_s": duration})
+
+    def pytest_sessionfinish(self, session, exitstatus):
+        for node in list(self.outcomes) if MODE == "agent" else []:
+            self._emit_agent(node)
+        for node, prop in list(self.by_node.items()):
+            # Scheduled but never reported: not collected, deselected, or the
+            # session was stopped before it ran. Never a pass.
+            _emit({"prop": prop, "seed": SEED, "status": "fail",
+                   "witness": f"{prop}|NotRun|{node}", "duration_s": 0.0})
+        self.by_node.clear()
+        shadowed = sorted(
+            name for name, path in MACHINERY_FILES.items()
+            if path is None or path.startswith(TREE + os.sep)
+            or sys.modules.get(name) is None
+            or getattr(sys.modules[name], "__file__", None) != path
+        )
+        custom = sys.modules.get("sitecustomize") or sys.modules.get("usercustomize")
+        if custom is not None and str(getattr(custom, "__file__", "")).startswith(TREE + os.sep):
+            shadowed.append("sitecustomize")
+        _emit({SENTINEL: True, "seed": SEED, "exitstatus": int(exitstatus),
+               "shadowed": shadowed})
+
+
+def main():
+    basetemp = os.path.join(os.environ.get("TMPDIR", "/tmp"), "pw-basetemp")
+    ini = os.path.join(os.environ.get("TMPDIR", "/tmp"), "pw-pytest.ini")
+    args = list(PYTEST_ARGS)
+    if MODE == "scorer":
+        with open(ini, "w") as handle:
+            handle.write("[pytest]\naddopts =\nxfail_strict = false\n")
+        args = [
+            "-c", ini, "--rootdir", TREE, "--confcutdir", TREE,
+            "-p", "no:cacheprovider", "-p", "_hypothesis_pytestplugin",
+            "--basetemp", basetemp, f"--hypothesis-seed={SEED}",
+            "-q", "--tb=short", "-o", "console_output_style=classic",
+            "--no-header", *[node for _, node in TARGETS],
+        ]
+    code = pytest.main(args, plugins=[Reporter()])
+    _report.close()
+    sys.exit(int(code))
+
+
+main()

@@ -1,0 +1,48 @@
+"""The scorer section of the operator configuration."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sandbox import Limits
+
+DEFAULT_PROTECTED_PATHS = (
+    "tests/**",
+    "test/**",
+    "**/conftest.py",
+    "conftest.py",
+    "pytest.ini",
+    "tox.ini",
+    "setup.cfg",
+)
+
+
+def default_state_dir() -> str:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return str(Path(base) / "patchwarden" / "scorer")
+
+
+class ScorerConfig(BaseModel):
+    """How the scorer runs the contract and judges the patch."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    state_dir: str = Field(default_factory=default_state_dir)
+    """The scorer's own directory (mode 0700): scratch clone and worktrees."""
+    log_dir: str = "patchwarden-logs"
+    """Where evidence bundles and verdicts.jsonl are written (reviewers read it)."""
+    jobs: int = Field(default=0, ge=0)
+    """Parallel sandboxed pytest processes; 0 means the number of cores."""
+    protected_paths: list[str] = list(DEFAULT_PROTECTED_PATHS)
+    """Globs restored from the parent before the runs; changing them is test_tampering."""
+    test_tampering: Literal["review", "reject"] = "review"
+    """Outcome of the test_tampering check when the patch changes a protected path."""
+    run_limits: Limits = Limits(wall_time_s=600, idle_time_s=300)
+    """Limits of one scorer run (one tree, one seed, every property)."""
+
+    def worker_count(self) -> int:
+        return self.jobs or (os.cpu_count() or 1)

@@ -1,0 +1,347 @@
+"""``score``: both trees, every seed, the gate, the scorecard, the evidence.
+
+Order matters and is fixed: resolve commits → scratch clone → worktrees →
+restore contract and protected paths of the patch tree from the parent →
+guard fixtures → run the schedule (parallel, sandboxed, read-only trees) →
+guard fixtures again and check the trees are unchanged → save the rows →
+decide → scorecard → publish the bundle. See docs/design/scoring.md.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+
+from sandbox import (
+    PropertyRun,
+    PropertyTarget,
+    SandboxConfig,
+    fetch_commits,
+    open_worktree,
+    require_sandbox,
+    resolve_commit,
+    run_properties,
+    scratch_clone,
+)
+
+from ._bundle import BundleWriter, new_verdict_id
+from ._config import ScorerConfig
+from ._contract import (
+    Contract,
+    compute_fixture_closure_hash,
+    compute_spec_hash,
+    load_contract,
+)
+from ._errors import ContractError, InputError
+from ._fixtures import guard_fixtures, read_manifest
+from ._gate import Decision, GateResult, SkipReason, decide
+from ._hashing import hash_json
+from ._review import review_note
+from ._rows import RunRow, dump_rows
+from ._scorecard import (
+    Change,
+    Check,
+    check_contract_tampered,
+    check_differential,
+    check_fixture_drifted,
+    check_oracle_pin,
+    check_quarantine,
+    check_shadowing,
+    check_test_tampering,
+    final_decision,
+    matches,
+    under,
+)
+
+TREES = ("parent", "patch")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What ``score`` decided and where the evidence is."""
+
+    verdict_id: str
+    decision: Decision
+    gate: GateResult
+    scorecard: list[Check]
+    parent_sha: str
+    patch_sha: str
+    bundle: Path
+    review_note: str
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            **self.gate.to_json(),
+            "decision": self.decision,
+            "gate_decision": self.gate.decision,
+            "verdict_id": self.verdict_id,
+            "parent_sha": self.parent_sha,
+            "patch_sha": self.patch_sha,
+            "scorecard": [c.model_dump() for c in self.scorecard],
+        }
+
+
+@dataclass(frozen=True)
+class ScoreRequest:
+    repo: Path
+    contract: str
+    """Tree-relative path of the contract (read from the parent commit), or a file path."""
+    parent: str
+    patch: str
+
+
+def _state_dir(config: ScorerConfig) -> Path:
+    state = Path(config.state_dir)
+    state.mkdir(parents=True, exist_ok=True)
+    os.chmod(state, 0o700)
+    return state
+
+
+def _changes(clone: git.Repo, parent: str, patch: str) -> list[Change]:
+    out = clone.git.diff("--name-status", "--no-renames", "-z", parent, patch)
+    fields = [f for f in out.split("\0") if f]
+    return [Change(status=fields[i][0], path=fields[i + 1]) for i in range(0, len(fields) - 1, 2)]
+
+
+def _load_contract(tree: Path, request: ScoreRequest) -> tuple[Contract, str | None]:
+    rel = Path(request.contract)
+    in_tree = tree / rel
+    if not rel.is_absolute() and ".." not in rel.parts and in_tree.is_file():
+        return load_contract(in_tree), rel.as_posix()
+    outside = Path(request.contract)
+    if outside.is_file():
+        return load_contract(outside), None
+    raise ContractError("contract not found in the parent commit nor on disk", where=request.contract)
+
+
+def _tree_files(tree: Path) -> set[str]:
+    files = set()
+    for root, dirs, names in os.walk(tree):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in names:
+            path = Path(root, name)
+            files.add(path.relative_to(tree).as_posix())
+    return files
+
+
+def restore_from_parent(
+    parent_tree: Path, patch_tree: Path, contract_paths: Sequence[str], protected: Sequence[str]
+) -> list[str]:
+    """Make every contract and protected path of the patch tree equal to the parent's.
+
+    Tests come from the parent, code from the patch. Returns what was changed.
+    """
+    def guarded(path: str) -> bool:
+        return under(path, contract_paths) or matches(path, protected)
+
+    parent_files = {p for p in _tree_files(parent_tree) if guarded(p)}
+    patch_files = {p for p in _tree_files(patch_tree) if guarded(p)}
+    restored = []
+    for rel in sorted(patch_files - parent_files):
+        (patch_tree / rel).unlink()
+        restored.append(f"deleted {rel}")
+    for rel in sorted(parent_files):
+        source, target = parent_tree / rel, patch_tree / rel
+        if target.is_symlink() or target.is_dir():
+            shutil.rmtree(target) if target.is_dir() and not target.is_symlink() else target.unlink()
+        elif target.is_file() and not source.is_symlink() and source.read_bytes() == target.read_bytes():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_symlink():
+            target.unlink(missing_ok=True)
+            os.symlink(os.readlink(source), target)
+        else:
+            shutil.copyfile(source, target)
+        restored.append(f"restored {rel}")
+    return restored
+
+
+def _snapshot(tree: Path) -> dict[str, tuple[int, int]]:
+    snap = {}
+    for rel in _tree_files(tree):
+        stat = (tree / rel).lstat()
+        snap[rel] = (stat.st_size, stat.st_mtime_ns)
+    return snap
+
+
+def _drifts(tree: Path, contract: Contract, label: str) -> list[str]:
+    if not contract.fixture_manifest:
+        return []
+    manifest_path = tree / contract.fixture_manifest
+    if not manifest_path.is_file():
+        return [f"{label}: fixture manifest missing: {contract.fixture_manifest}"]
+    return [f"{label}: {d.message()}" for d in guard_fixtures(tree, read_manifest(manifest_path))]
+
+
+def _targets(contract: Contract) -> list[PropertyTarget]:
+    return [PropertyTarget(prop=p.id, node_id=p.test) for p in contract.properties]
+
+
+def _run_schedule(
+    trees: dict[str, Path],
+    contract: Contract,
+    contract_paths: Sequence[str],
+    sandbox_config: SandboxConfig,
+    config: ScorerConfig,
+) -> dict[tuple[str, int], PropertyRun]:
+    """Every (tree, seed) in its own sandboxed process, bounded by the core count."""
+    targets = _targets(contract)
+    jobs = [(name, seed) for name in TREES for seed in contract.seeds]
+    with ThreadPoolExecutor(max_workers=min(config.worker_count(), len(jobs))) as pool:
+        futures = {
+            job: pool.submit(
+                run_properties, trees[job[0]], targets, job[1], sandbox_config,
+                contract_paths=contract_paths, limits=config.run_limits,
+            )
+            for job in jobs
+        }
+        return {job: future.result() for job, future in futures.items()}
+
+
+def _rows(
+    name: str, sha: str, runs: dict[tuple[str, int], PropertyRun], contract: Contract,
+    contract_hash: str, spec_hash: str, fixture_hash: str,
+) -> list[RunRow]:
+    rows = []
+    for seed in contract.seeds:
+        for record in runs[(name, seed)].records:
+            rows.append(RunRow(
+                prop=record.prop, seed=seed, status=record.status, witness=record.witness,
+                tree=name, sha=sha, contract_hash=contract_hash, spec_hash=spec_hash,
+                fixture_closure_hash=fixture_hash, duration_s=record.duration_s,
+            ))
+    return rows
+
+
+def _run_evidence(bundle: BundleWriter, runs: dict[tuple[str, int], PropertyRun]) -> None:
+    for (name, seed), run in runs.items():
+        stem = f"runs/{name}-seed{seed}"
+        bundle.write_text(f"{stem}.stdout.txt", run.process.stdout)
+        bundle.write_text(f"{stem}.stderr.txt", run.process.stderr)
+        bundle.write_json(f"{stem}.json", {
+            "tree": name, "seed": seed, "complete": run.complete, "missing": run.missing,
+            "shadowed": run.shadowed, "problems": run.problems,
+            "exit_code": run.process.exit_code, "signal": run.process.signal,
+            "timed_out": run.process.timed_out, "idle_timed_out": run.process.idle_timed_out,
+            "truncated": run.process.truncated, "duration_s": run.process.duration_s,
+            "backend": run.process.backend,
+        })
+
+
+def score(
+    request: ScoreRequest,
+    config: ScorerConfig,
+    sandbox_config: SandboxConfig,
+    *,
+    quarantined: Sequence[str] = (),
+) -> Verdict:
+    """Score ``request.patch`` against ``request.parent``; write the bundle; return the verdict."""
+    require_sandbox(sandbox_config)
+    parent_sha = resolve_commit(request.repo, request.parent)
+    patch_sha = resolve_commit(request.repo, request.patch)
+    state = _state_dir(config)
+    clone = scratch_clone(request.repo.resolve(), state / "clones" / hash_json(str(request.repo.resolve()))[7:23])
+    fetch_commits(clone, request.repo.resolve(), [parent_sha, patch_sha])
+    log_dir = Path(config.log_dir)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="score-", dir=state))
+    try:
+        with open_worktree(clone, parent_sha, work / "parent") as parent_tree, \
+                open_worktree(clone, patch_sha, work / "patch") as patch_tree:
+            return _score_trees(
+                request, config, sandbox_config, clone, parent_sha, patch_sha,
+                {"parent": parent_tree, "patch": patch_tree}, log_dir, quarantined,
+            )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _score_trees(
+    request: ScoreRequest, config: ScorerConfig, sandbox_config: SandboxConfig, clone: git.Repo,
+    parent_sha: str, patch_sha: str, trees: dict[str, Path], log_dir: Path,
+    quarantined: Sequence[str],
+) -> Verdict:
+    contract, contract_file = _load_contract(trees["parent"], request)
+    if not contract.properties:
+        raise ContractError("the contract lists no properties to run", where=request.contract)
+    contract_paths = contract.contract_paths(contract_file)
+    changes = _changes(clone, parent_sha, patch_sha)
+    restored = restore_from_parent(trees["parent"], trees["patch"], contract_paths, config.protected_paths)
+    drifts = _drifts(trees["parent"], contract, "parent") + _drifts(trees["patch"], contract, "patch")
+    hashes = {
+        name: (compute_spec_hash(tree, contract), compute_fixture_closure_hash(tree, contract))
+        for name, tree in trees.items()
+    }
+    resolved = contract.model_copy(update={
+        "parent_sha": parent_sha, "patch_sha": patch_sha,
+        "spec_hash": contract.spec_hash or hashes["parent"][0],
+        "fixture_closure_hash": contract.fixture_closure_hash or hashes["parent"][1],
+    })
+    contract_hash = resolved.contract_hash
+    snapshots = {name: _snapshot(tree) for name, tree in trees.items()}
+    runs = _run_schedule(trees, resolved, contract_paths, sandbox_config, config)
+    drifts += [d + " (after the runs)" for d in
+               _drifts(trees["parent"], contract, "parent") + _drifts(trees["patch"], contract, "patch")]
+    drifts += [f"{name}: the tree changed during the runs"
+               for name, tree in trees.items() if _snapshot(tree) != snapshots[name]]
+    rows = {
+        name: _rows(name, sha, runs, resolved, contract_hash, *hashes[name])
+        for name, sha in (("parent", parent_sha), ("patch", patch_sha))
+    }
+    verdict_id = new_verdict_id(patch_sha)
+    bundle = BundleWriter(log_dir, verdict_id)
+    try:
+        skip: SkipReason | None = None
+        try:
+            bundle.write_text("parent.jsonl", dump_rows(rows["parent"]))
+            bundle.write_text("patch.jsonl", dump_rows(rows["patch"]))
+        except OSError:
+            skip = SkipReason.ROWS_NOT_SAVED
+        gate = decide(resolved, rows["parent"], rows["patch"], skip_reason=skip)
+        oracle_files = sorted({p.test.split("::", 1)[0] for p in contract.properties})
+        shadowed = sorted({s for (name, _), run in runs.items() if name == "patch" for s in run.shadowed})
+        scorecard = [
+            check_contract_tampered(changes, contract_paths),
+            check_fixture_drifted(drifts),
+            check_oracle_pin(changes, oracle_files),
+            check_test_tampering(changes, config.protected_paths, config.test_tampering),
+            check_shadowing(changes, shadowed),
+            check_differential(gate),
+            check_quarantine(quarantined),
+        ]
+        decision = final_decision(gate.decision, scorecard)
+        findings = [
+            f"{c.check}: {c.outcome}" for c in scorecard
+            if c.outcome != "pass" and c.check != "differential"
+        ]
+        note = review_note(gate, final=decision, findings=findings)
+        verdict = Verdict(
+            verdict_id=verdict_id, decision=decision, gate=gate, scorecard=scorecard,
+            parent_sha=parent_sha, patch_sha=patch_sha, bundle=bundle.final, review_note=note,
+        )
+        bundle.write_json("contract.resolved.json", resolved.model_dump(mode="json"))
+        bundle.write_json("decision.json", verdict.to_json())
+        bundle.write_json("scorecard.json", [c.model_dump() for c in scorecard])
+        bundle.write_text("review-note.txt", note)
+        bundle.write_text("patch.diff", clone.git.diff(parent_sha, patch_sha, "--binary") + "\n")
+        bundle.write_json("restored.json", restored)
+        _run_evidence(bundle, runs)
+        bundle.publish({
+            "verdict_id": verdict_id, "decision": decision, "gate_decision": gate.decision,
+            "parent_sha": parent_sha, "patch_sha": patch_sha, "contract_hash": contract_hash,
+            "results": [r.model_dump() for r in gate.results],
+        })
+    except BaseException:
+        bundle.discard()
+        raise
+    return verdict
+
+
+__all__ = ["InputError", "ScoreRequest", "Verdict", "restore_from_parent", "score"]
