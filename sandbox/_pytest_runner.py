@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ._config import Limits, SandboxConfig
-from ._launch import LaunchSpec, ProcessResult, launch
+from ._launch import LaunchSpec, ProcessResult, launch, python_runtime
 
 REPORTER_SOURCE = (Path(__file__).with_name("_reporter.py")).read_text(encoding="utf-8")
 SENTINEL = "__patchwarden_sentinel__"
@@ -79,7 +78,8 @@ class AgentRun:
 
 
 def _interpreter(config: SandboxConfig) -> str:
-    return config.python or sys.executable
+    """The real interpreter path (a shim or bare name would not resolve inside)."""
+    return python_runtime(config).executable
 
 
 def _base_env(seed: int) -> dict[str, str]:

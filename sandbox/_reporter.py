@@ -95,8 +95,26 @@ class Reporter:
 
     def __init__(self):
         self.by_node = {node: prop for prop, node in TARGETS}
-        self.outcomes = {}  # node id -> (status, witness, duration)
+        self.outcomes = {}  # scorer: prop -> (status, witness, duration); agent: node id -> ...
         self.started = {}
+
+    def _prop_of(self, nodeid):
+        """The property a collected item checks: its node id, or a parametrized case of it."""
+        prop = self.by_node.get(nodeid)
+        if prop is None and "[" in nodeid:
+            prop = self.by_node.get(nodeid.split("[", 1)[0])
+        return prop
+
+    def pytest_collection_modifyitems(self, session, config, items):
+        if MODE != "scorer":
+            return
+        # Select here, not with node ids on the command line: one unknown id
+        # there would abort the whole session; here it just never runs.
+        keep = [item for item in items if self._prop_of(item.nodeid) is not None]
+        dropped = [item for item in items if self._prop_of(item.nodeid) is None]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
 
     @pytest.fixture
     def contract_seed(self):
@@ -115,11 +133,11 @@ class Reporter:
         report = yield
         if MODE == "agent":
             return report
-        prop = self.by_node.get(item.nodeid)
+        prop = self._prop_of(item.nodeid)
         if prop is None:
             return report
         test_file = os.path.abspath(str(item.path))
-        previous = self.outcomes.get(item.nodeid)
+        previous = self.outcomes.get(prop)
         if previous and previous[0] == "fail":
             return report  # the first failure (setup, call, teardown) is the witness
         if report.skipped and hasattr(report, "wasxfail"):
@@ -144,22 +162,19 @@ class Reporter:
         return report
 
     def _record(self, item, status, witness):
+        prop = self._prop_of(item.nodeid)
         duration = round(time.monotonic() - self.started.get(item.nodeid, time.monotonic()), 6)
-        self.outcomes[item.nodeid] = (status, witness, duration)
+        previous = self.outcomes.get(prop)
+        if previous is not None:
+            duration = round(previous[2] + duration, 6)
+            if previous[0] == "fail":
+                status, witness = previous[0], previous[1]
+        self.outcomes[prop] = (status, witness, duration)
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logfinish(self, nodeid, location):
-        if MODE == "agent":
-            if nodeid in self.outcomes:
-                self._emit_agent(nodeid)
-            return
-        prop = self.by_node.get(nodeid)
-        if prop is None or nodeid not in self.outcomes:
-            return
-        status, witness, duration = self.outcomes[nodeid]
-        _emit({"prop": prop, "seed": SEED, "status": status, "witness": witness,
-               "duration_s": duration})
-        self.by_node.pop(nodeid)
+        if MODE == "agent" and nodeid in self.outcomes:
+            self._emit_agent(nodeid)
 
     def pytest_runtest_logreport(self, report):
         if MODE != "agent":
@@ -182,12 +197,15 @@ class Reporter:
     def pytest_sessionfinish(self, session, exitstatus):
         for node in list(self.outcomes) if MODE == "agent" else []:
             self._emit_agent(node)
-        for node, prop in list(self.by_node.items()):
-            # Scheduled but never reported: not collected, deselected, or the
-            # session was stopped before it ran. Never a pass.
-            _emit({"prop": prop, "seed": SEED, "status": "fail",
-                   "witness": f"{prop}|NotRun|{node}", "duration_s": 0.0})
-        self.by_node.clear()
+        for node, prop in (self.by_node.items() if MODE == "scorer" else ()):
+            # Written once, at the end, in schedule order: a process that dies
+            # early leaves every row missing. Scheduled but never reported (not
+            # collected, or the session stopped first) is a fail, never a pass.
+            status, witness, duration = self.outcomes.get(
+                prop, ("fail", f"{prop}|NotRun|{node}", 0.0)
+            )
+            _emit({"prop": prop, "seed": SEED, "status": status, "witness": witness,
+                   "duration_s": duration})
         shadowed = sorted(
             name for name, path in MACHINERY_FILES.items()
             if path is None or path.startswith(TREE + os.sep)
@@ -213,7 +231,7 @@ def main():
             "-p", "no:cacheprovider", "-p", "_hypothesis_pytestplugin",
             "--basetemp", basetemp, f"--hypothesis-seed={SEED}",
             "-q", "--tb=short", "-o", "console_output_style=classic",
-            "--no-header", *[node for _, node in TARGETS],
+            "--no-header", *sorted({node.split("::", 1)[0] for _, node in TARGETS}),
         ]
     code = pytest.main(args, plugins=[Reporter()])
     _report.close()

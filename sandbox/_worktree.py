@@ -50,10 +50,8 @@ def scratch_clone(source: Path, dest: Path) -> git.Repo:
         repo.git.fetch("--quiet", "--force", str(source), "+refs/*:refs/remotes/source/*")
         return repo
     dest.parent.mkdir(parents=True, exist_ok=True)
-    repo = git.Repo.clone_from(
-        str(source), str(dest), bare=True, no_hardlinks=True,
-        multi_options=["--config", f"core.hooksPath={NO_HOOKS}"],
-    )
+    # A bare clone checks nothing out, so no hook can run before _harden.
+    repo = git.Repo.clone_from(str(source), str(dest), bare=True, no_hardlinks=True)
     _harden(repo)
     return repo
 

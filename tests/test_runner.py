@@ -1,0 +1,140 @@
+"""The trusted runner: what a property that misbehaves yields. Never ``pass``.
+
+Real bubblewrap and real pytest processes; each test here is one process.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from sandbox import Limits, PropertyTarget, SandboxConfig, run_properties
+
+pytestmark = pytest.mark.bwrap
+
+PROPS = textwrap.dedent(
+    """
+    import os, random, sys, time
+    import pytest
+
+    def test_ok(contract_seed):
+        assert contract_seed == int(os.environ["PYTHONHASHSEED"])
+
+    def test_seeded(contract_seed):
+        state = random.random()
+        random.seed(contract_seed)
+        assert state == random.random()
+
+    def test_fails():
+        assert 1 + 1 == 3
+
+    def test_skip():
+        pytest.skip("not today")
+
+    @pytest.mark.xfail(reason="known")
+    def test_xfail():
+        assert False
+
+    @pytest.mark.xfail(reason="known")
+    def test_xpass():
+        assert True
+
+    @pytest.fixture
+    def broken():
+        raise RuntimeError("setup broke")
+
+    def test_setup_error(broken):
+        pass
+
+    def test_sys_exit():
+        sys.exit(0)
+
+    def test_os_exit():
+        os._exit(0)
+
+    def test_hang():
+        time.sleep(600)
+
+    def test_pytest_exit():
+        pytest.exit("stop here", returncode=0)
+
+    def test_after_exit():
+        pass
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("tree")
+    root.chmod(0o755)  # the sandbox uid reads the tree through the bind mount
+    (root / "tests").mkdir()
+    (root / "tests" / "test_props.py").write_text(PROPS)
+    return root
+
+
+def line_of(fragment: str) -> int:
+    """The 1-based line of ``fragment`` in the property file, for witness ids."""
+    return next(n for n, line in enumerate(PROPS.splitlines(), 1) if fragment in line)
+
+
+def target(name: str) -> PropertyTarget:
+    return PropertyTarget(prop=f"prop.{name}", node_id=f"tests/test_props.py::test_{name}")
+
+
+def statuses(run) -> dict[str, tuple[str, str]]:  # type: ignore[no-untyped-def]
+    return {r.prop: (r.status, r.witness) for r in run.records}
+
+
+def test_each_misbehaviour_in_one_process_is_a_fail(tree: Path) -> None:
+    names = ["ok", "seeded", "fails", "skip", "xfail", "xpass", "setup_error", "sys_exit", "missing"]
+    run = run_properties(tree, [target(n) for n in names], 29, SandboxConfig())
+    got = statuses(run)
+    assert run.complete and run.missing == [] and run.problems == []
+    assert got["prop.ok"] == ("pass", "")
+    assert got["prop.seeded"] == ("pass", "")
+    assert got["prop.fails"] == ("fail", f"prop.fails|AssertionError|tests/test_props.py:{line_of('1 + 1 == 3')}")
+    assert got["prop.skip"] == ("fail", "prop.skip|Skipped|call")
+    assert got["prop.xfail"] == ("fail", "prop.xfail|XFailed|tests/test_props.py")
+    assert got["prop.xpass"] == ("fail", "prop.xpass|XPassed|tests/test_props.py")
+    assert got["prop.setup_error"] == (
+        "fail",
+        f"prop.setup_error|RuntimeError|setup:tests/test_props.py:{line_of('setup broke')}",
+    )
+    assert got["prop.sys_exit"] == ("fail", f"prop.sys_exit|SystemExit|tests/test_props.py:{line_of('sys.exit(0)')}")
+    assert got["prop.missing"] == (
+        "fail", "prop.missing|NotRun|tests/test_props.py::test_missing"
+    )
+    assert [r.prop for r in run.records] == [f"prop.{n}" for n in names]
+
+
+def test_os_exit_zero_leaves_rows_missing_not_passing(tree: Path) -> None:
+    run = run_properties(tree, [target("ok"), target("os_exit")], 11, SandboxConfig())
+    assert run.process.exit_code == 0
+    assert not run.complete
+    # Rows are written at session end, so an early exit leaves every row of
+    # the run missing: the gate sees missing_seed, never a pass.
+    assert run.missing == ["prop.ok", "prop.os_exit"]
+    assert run.records == []
+
+
+def test_hang_past_the_timeout_leaves_rows_missing(tree: Path) -> None:
+    limits = Limits(wall_time_s=4, idle_time_s=4)
+    run = run_properties(tree, [target("hang"), target("ok")], 11, SandboxConfig(), limits=limits)
+    assert run.process.timed_out or run.process.idle_timed_out
+    assert not run.complete
+    assert run.missing == ["prop.hang", "prop.ok"]
+    assert run.records == []
+
+
+def test_pytest_exit_marks_the_rest_not_run(tree: Path) -> None:
+    run = run_properties(
+        tree, [target("pytest_exit"), target("after_exit")], 11, SandboxConfig()
+    )
+    assert run.complete
+    assert statuses(run) == {
+        "prop.pytest_exit": ("fail", "prop.pytest_exit|NotRun|tests/test_props.py::test_pytest_exit"),
+        "prop.after_exit": ("fail", "prop.after_exit|NotRun|tests/test_props.py::test_after_exit"),
+    }
