@@ -110,6 +110,8 @@ def _parse_text(text: str, where: str) -> Any:
             return json.loads(text)
         except json.JSONDecodeError as exc:
             raise ContractError(f"not valid JSON: {exc.msg}", where=f"{where}:{exc.lineno}") from None
+        except (ValueError, RecursionError) as exc:
+            raise ContractError(f"not usable JSON: {exc}", where=where) from None
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -117,6 +119,8 @@ def _parse_text(text: str, where: str) -> Any:
         line = f":{mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ContractError(f"not valid YAML: {problem}", where=f"{where}{line}") from None
+    except (ValueError, RecursionError) as exc:
+        raise ContractError(f"not usable YAML: {exc}", where=where) from None
 
 
 def _key_line(text: str, key: str) -> int | None:

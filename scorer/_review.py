@@ -7,6 +7,11 @@ from collections.abc import Sequence
 from ._gate import GateResult
 
 
+def _one_line(text: str) -> str:
+    """Property ids come from input files: keep the note at four lines whatever they hold."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
 def review_note(
     result: GateResult, *, final: str | None = None, findings: Sequence[str] = ()
 ) -> str:
@@ -24,7 +29,7 @@ def review_note(
     details.extend(findings)
     if details:
         decision += f" ({'; '.join(details)})"
-    reasons = ", ".join(f"{r.prop}={r.reason}" for r in result.results) or "(none: gate skipped)"
+    reasons = ", ".join(f"{_one_line(r.prop)}={r.reason}" for r in result.results) or "(none: gate skipped)"
     sides = []
     for side in ("parent", "patch"):
         c = result.counts[side]

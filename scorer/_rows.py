@@ -67,6 +67,8 @@ def parse_rows(lines: Iterable[str], where: str) -> list[RunRow]:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise InputError(f"not a JSON object: {exc.msg}", where=f"{where}:{number}") from None
+        except (ValueError, RecursionError) as exc:  # huge integers, absurd nesting
+            raise InputError(f"not a usable JSON object: {exc}", where=f"{where}:{number}") from None
         if not isinstance(obj, dict):
             raise InputError("not a JSON object", where=f"{where}:{number}")
         problem = _field_error(obj)
@@ -85,7 +87,9 @@ def read_rows(path: Path) -> list[RunRow]:
         raise InputError("rows file is not UTF-8 text", where=str(path)) from None
     except OSError as exc:
         raise InputError(f"cannot read rows file: {exc.strerror}", where=str(path)) from None
-    return parse_rows(text.splitlines(), str(path))
+    # Only "\n" ends a JSONL line: str.splitlines() would also split on
+    # U+2028 and friends, which JSON strings may hold unescaped.
+    return parse_rows((line.removesuffix("\r") for line in text.split("\n")), str(path))
 
 
 def dump_rows(rows: Iterable[RunRow]) -> str:

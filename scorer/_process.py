@@ -1,0 +1,241 @@
+"""The scorer process: the trusted side of an agent session (SPEC section 2, zone 3).
+
+The MCP server starts it as a child (``patchwarden scorer ...``) and talks
+to it over the child's private stdin/stdout pipe, one JSON object per line:
+
+    -> {"id": 1, "op": "score", "parent": "<40 hex>", "patch": "<40 hex>"}
+    <- {"id": 1, "summary": {"verdict_id": ..., "decision": ..., "results": [...],
+                            "scorecard": [...], "counts": {...}}}
+    -> {"id": 2, "op": "freeze", "test_id": "...", "reason": "..."}
+    <- {"id": 2, "freeze": {"status": "rejected", "reason": "..."}}
+    <- {"id": ..., "error": "one line"}             on any failure
+
+The first line the scorer writes is ``{"ready": true}`` once its setup holds
+(or ``{"error": ...}`` and exit 2). It takes commit ids only, never file
+contents; it reads both commits from the repository it was started with,
+into its own state directory (mode 0700). The summary is built here, so
+witnesses, tracebacks and seed values never leave this process; the full
+evidence goes to the reviewers' log directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import traceback
+from pathlib import Path
+from typing import IO, Any
+
+import git
+
+from sandbox import SandboxConfig, require_sandbox
+
+from ._config import ScorerConfig
+from ._contract import Contract, parse_contract
+from ._errors import ContractError, InputError, PatchwardenError
+from ._score import ScoreRequest, Verdict, score
+
+SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+MAX_REQUEST_BYTES = 64 * 1024
+FREEZE_UNAVAILABLE = "freeze procedure not available yet"
+MAX_TEST_ID_CHARS = 1000
+
+
+def state_dir_ready(config: ScorerConfig) -> Path:
+    """The scorer's state directory, created with mode 0700."""
+    state = Path(config.state_dir)
+    state.mkdir(parents=True, exist_ok=True)
+    os.chmod(state, 0o700)
+    return state
+
+
+def _show(repo: Path, sha: str, path: str) -> str | None:
+    """File ``path`` at commit ``sha``, or None when the commit does not hold it."""
+    try:
+        return str(git.Repo(repo).git.show(f"{sha}:{path}", strip_newline_in_stdout=False))
+    except git.GitCommandError:
+        return None
+
+
+def read_contract_at(repo: Path, sha: str, contract: str) -> tuple[Contract, str | None]:
+    """The contract as committed at ``sha`` (tree path, returned too), else a file on disk."""
+    rel = Path(contract)
+    if not rel.is_absolute() and ".." not in rel.parts:
+        text = _show(repo, sha, rel.as_posix())
+        if text is not None:
+            return parse_contract(text, f"{sha[:12]}:{rel.as_posix()}"), rel.as_posix()
+    outside = Path(contract)
+    if outside.is_file():
+        try:
+            text = outside.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ContractError(f"cannot read contract: {exc}", where=contract) from None
+        return parse_contract(text, contract), None
+    raise ContractError(f"contract not found in commit {sha[:12]} nor on disk", where=contract)
+
+
+def read_quarantine_at(repo: Path, sha: str, contract: Contract) -> list[str]:
+    """Test ids in the contract's quarantine list at ``sha``; none when it has no list or no file.
+
+    Format: ``{"tests": [{"test_id": "path::name", ...}, ...]}``.
+    """
+    if not contract.quarantine_list:
+        return []
+    text = _show(repo, sha, contract.quarantine_list)
+    if text is None:
+        return []
+    where = f"{sha[:12]}:{contract.quarantine_list}"
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"quarantine list is not JSON: {exc.msg}", where=f"{where}:{exc.lineno}") from None
+    tests = data.get("tests") if isinstance(data, dict) else None
+    if not isinstance(tests, list):
+        raise InputError('quarantine list must be {"tests": [{"test_id": ...}, ...]}', where=where)
+    ids = []
+    for number, entry in enumerate(tests):
+        test_id = entry.get("test_id") if isinstance(entry, dict) else None
+        if not isinstance(test_id, str) or not test_id:
+            raise InputError(f"tests[{number}] has no test_id", where=where)
+        ids.append(test_id)
+    return ids
+
+
+def verdict_summary(verdict: Verdict) -> dict[str, Any]:
+    """What the agent may see of a verdict: ids, decisions, reason codes, outcomes, counts.
+
+    No witness, no traceback, no seed, no evidence text, no paths.
+    """
+    return {
+        "verdict_id": verdict.verdict_id,
+        "decision": verdict.decision,
+        "results": [
+            {"prop": r.prop, "decision": r.decision, "reason": str(r.reason)}
+            for r in verdict.gate.results
+        ],
+        "scorecard": [{"check": c.check, "outcome": c.outcome} for c in verdict.scorecard],
+        "counts": {
+            side: {"lines": c.lines, "pass": c.pass_, "fail": c.fail}
+            for side, c in verdict.gate.counts.items()
+        },
+    }
+
+
+class ScorerSession:
+    """Answers requests for one repository and contract."""
+
+    def __init__(
+        self, repo: Path, contract: str, config: ScorerConfig, sandbox_config: SandboxConfig
+    ) -> None:
+        self.repo = repo
+        self.contract = contract
+        self.config = config
+        self.sandbox_config = sandbox_config
+
+    def handle(self, request: Any) -> dict[str, Any]:
+        if not isinstance(request, dict):
+            return {"id": None, "error": "a request must be a JSON object"}
+        request_id = request.get("id")
+        if not isinstance(request_id, int | str) or isinstance(request_id, bool):
+            return {"id": None, "error": "a request needs an id (integer or string)"}
+        op = request.get("op")
+        try:
+            if op == "score":
+                return {"id": request_id, "summary": self.score(request)}
+            if op == "freeze":
+                return {"id": request_id, "freeze": self.freeze(request)}
+            if op == "ping":
+                return {"id": request_id, "pong": True}
+            return {"id": request_id, "error": f"unknown op {op!r}"}
+        except PatchwardenError as exc:
+            return {"id": request_id, "error": str(exc)}
+
+    def score(self, request: dict[str, Any]) -> dict[str, Any]:
+        parent, patch = request.get("parent"), request.get("patch")
+        for name, value in (("parent", parent), ("patch", patch)):
+            if not isinstance(value, str) or not SHA_RE.match(value):
+                raise InputError(f"{name} must be a full commit id (40 lowercase hex digits)")
+        assert isinstance(parent, str) and isinstance(patch, str)
+        contract, _ = read_contract_at(self.repo, parent, self.contract)
+        quarantined = read_quarantine_at(self.repo, parent, contract)
+        verdict = score(
+            ScoreRequest(repo=self.repo, contract=self.contract, parent=parent, patch=patch),
+            self.config, self.sandbox_config, quarantined=quarantined,
+        )
+        return verdict_summary(verdict)
+
+    def freeze(self, request: dict[str, Any]) -> dict[str, str]:
+        test_id, reason = request.get("test_id"), request.get("reason")
+        if not isinstance(test_id, str) or not test_id or len(test_id) > MAX_TEST_ID_CHARS:
+            raise InputError("test_id must be a pytest node id")
+        if not isinstance(reason, str):
+            raise InputError("reason must be a string")
+        # Never skips anything: until the five-step procedure of SPEC section 9
+        # runs here, every request is answered with a reject.
+        return {"status": "rejected", "reason": FREEZE_UNAVAILABLE}
+
+
+def _write(out: IO[bytes], obj: dict[str, Any]) -> None:
+    out.write(json.dumps(obj, sort_keys=True).encode() + b"\n")
+    out.flush()
+
+
+def serve_scorer(
+    repo: Path,
+    contract: str,
+    config: ScorerConfig,
+    sandbox_config: SandboxConfig,
+    *,
+    stdin: IO[bytes] | None = None,
+    stdout: IO[bytes] | None = None,
+) -> int:
+    """Run the request loop on stdin/stdout until EOF; return the exit code.
+
+    Our stdout is the protocol channel: it is moved to a private descriptor
+    and fd 1 is pointed at stderr, so a stray print cannot corrupt it.
+    """
+    if stdout is None:
+        stdout = os.fdopen(os.dup(1), "wb")
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+    if stdin is None:
+        stdin = sys.stdin.buffer
+    try:
+        require_sandbox(sandbox_config)
+        state_dir_ready(config)
+        repo = Path(git.Repo(repo).working_tree_dir or repo).resolve()
+    except PatchwardenError as exc:
+        _write(stdout, {"error": str(exc)})
+        return 2
+    except OSError as exc:
+        _write(stdout, {"error": f"{exc.filename or config.state_dir}: {exc.strerror or exc}"})
+        return 2
+    except (git.NoSuchPathError, git.InvalidGitRepositoryError):
+        _write(stdout, {"error": f"{repo}: not a git repository"})
+        return 2
+    session = ScorerSession(repo, contract, config, sandbox_config)
+    _write(stdout, {"ready": True})
+    while True:
+        line = stdin.readline(MAX_REQUEST_BYTES + 1)
+        if not line:
+            return 0
+        if len(line) > MAX_REQUEST_BYTES and not line.endswith(b"\n"):
+            while line and not line.endswith(b"\n"):
+                line = stdin.readline(MAX_REQUEST_BYTES + 1)
+            _write(stdout, {"id": None, "error": f"request longer than {MAX_REQUEST_BYTES} bytes"})
+            continue
+        try:
+            request = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            _write(stdout, {"id": None, "error": "a request must be one JSON object per line"})
+            continue
+        try:
+            response = session.handle(request)
+        except Exception as exc:  # a bug: keep serving, fail this request closed
+            traceback.print_exc(file=sys.stderr)
+            response = {"id": request.get("id") if isinstance(request, dict) else None,
+                        "error": f"internal scorer error ({type(exc).__name__})"}
+        _write(stdout, response)
+

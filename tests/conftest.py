@@ -1,0 +1,41 @@
+"""Fixtures shared across the suite: one example repository per test session.
+
+Building it is cheap; scoring it is not (six sandboxed pytest processes per
+patch), so suites that score share this repository and its state directory.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "orders"
+CONTRACT = "contract/differential-contract.yaml"
+
+
+def _make_repo(dest: Path) -> dict[str, str]:
+    spec = importlib.util.spec_from_file_location("orders_make_repo", EXAMPLE / "make_repo.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    shas: dict[str, str] = module.make_repo(dest)
+    return shas
+
+
+@pytest.fixture(scope="session")
+def example_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The orders example (tags base, patch-fix, patch-regression, patch-refactor, patch-fix-docs)."""
+    dest = tmp_path_factory.mktemp("example") / "orders"
+    _make_repo(dest)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def scorer_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Environment for ``patchwarden`` subprocesses: a private state dir, shared by the session."""
+    state = tmp_path_factory.mktemp("state")
+    return {**os.environ, "XDG_STATE_HOME": str(state)}
