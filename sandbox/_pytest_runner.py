@@ -107,12 +107,25 @@ def _run_reporter(
     with tempfile.TemporaryFile(mode="w+b") as channel:
         os.set_inheritable(channel.fileno(), True)
         argv = [
-            _interpreter(config), "-s", "-P", "-c", REPORTER_SOURCE,
-            "--report-fd", str(channel.fileno()), "--seed", str(seed), *args,
+            _interpreter(config),
+            "-s",
+            "-P",
+            "-c",
+            REPORTER_SOURCE,
+            "--report-fd",
+            str(channel.fileno()),
+            "--seed",
+            str(seed),
+            *args,
         ]
         spec = LaunchSpec(
-            argv=argv, tree=tree, tree_writable=tree_writable, contract_paths=contract_paths,
-            env=_base_env(seed), pass_fds=(channel.fileno(),), limits=limits,
+            argv=argv,
+            tree=tree,
+            tree_writable=tree_writable,
+            contract_paths=contract_paths,
+            env=_base_env(seed),
+            pass_fds=(channel.fileno(),),
+            limits=limits,
         )
         process = launch(spec, config, cancel=cancel, on_output=on_output)
         channel.seek(0)
@@ -138,7 +151,9 @@ def _record(obj: Mapping[str, Any], seed: int) -> PropertyRecord | None:
         return None
     duration = obj.get("duration_s", 0.0)
     return PropertyRecord(
-        prop=obj["prop"], status=obj["status"], witness=obj.get("witness", ""),
+        prop=obj["prop"],
+        status=obj["status"],
+        witness=obj.get("witness", ""),
         duration_s=float(duration) if isinstance(duration, int | float) else 0.0,
     )
 
@@ -155,8 +170,13 @@ def run_properties(
     """Run every target for one seed in one sandboxed pytest process (read-only tree)."""
     targets_json = json.dumps([[t.prop, t.node_id] for t in targets])
     objects, problems, process = _run_reporter(
-        tree, ["--mode", "scorer", "--targets", targets_json, "--"], seed, config,
-        contract_paths=contract_paths, tree_writable=False, limits=limits,
+        tree,
+        ["--mode", "scorer", "--targets", targets_json, "--"],
+        seed,
+        config,
+        contract_paths=contract_paths,
+        tree_writable=False,
+        limits=limits,
     )
     sentinels = [o for o in objects if o.get(SENTINEL) is True]
     complete = len(sentinels) == 1 and objects[-1] is sentinels[0]
@@ -183,13 +203,22 @@ def run_properties(
             # Two records for one property means something else wrote to
             # the channel: the property cannot pass on such evidence.
             problems.append(f"{len(found)} records for {target.prop}")
-            records.append(PropertyRecord(
-                prop=target.prop, status="fail",
-                witness=f"{target.prop}|ConflictingRecords|channel", duration_s=0.0,
-            ))
+            records.append(
+                PropertyRecord(
+                    prop=target.prop,
+                    status="fail",
+                    witness=f"{target.prop}|ConflictingRecords|channel",
+                    duration_s=0.0,
+                )
+            )
     return PropertyRun(
-        seed=seed, records=records, missing=missing, complete=complete,
-        shadowed=shadowed, problems=problems, process=process,
+        seed=seed,
+        records=records,
+        missing=missing,
+        complete=complete,
+        shadowed=shadowed,
+        problems=problems,
+        process=process,
     )
 
 
@@ -206,16 +235,25 @@ def run_agent_tests(
 ) -> AgentRun:
     """The agent's own test run: the project's configuration, a writable tree."""
     objects, problems, process = _run_reporter(
-        tree, ["--mode", "agent", "--targets", "[]", "--", *pytest_args], seed, config,
-        contract_paths=contract_paths, tree_writable=True, limits=limits,
-        cancel=cancel, on_output=on_output,
+        tree,
+        ["--mode", "agent", "--targets", "[]", "--", *pytest_args],
+        seed,
+        config,
+        contract_paths=contract_paths,
+        tree_writable=True,
+        limits=limits,
+        cancel=cancel,
+        on_output=on_output,
     )
     outcomes = [
         TestOutcome(
-            node_id=str(o["test"]), outcome=str(o.get("outcome", "")),
-            duration_s=float(o.get("duration_s") or 0.0), text=str(o.get("text", "")),
+            node_id=str(o["test"]),
+            outcome=str(o.get("outcome", "")),
+            duration_s=float(o.get("duration_s") or 0.0),
+            text=str(o.get("text", "")),
         )
-        for o in objects if "test" in o
+        for o in objects
+        if "test" in o
     ]
     complete = any(o.get(SENTINEL) is True for o in objects)
     return AgentRun(outcomes=outcomes, complete=complete, process=process, problems=problems)

@@ -47,9 +47,6 @@ _report = os.fdopen(os.dup(int(OPTS["report-fd"])), "w", buffering=1)
 os.close(int(OPTS["report-fd"]))
 
 import pytest  # noqa: E402  (imported from the interpreter, before the tree is on sys.path)
-import _pytest  # noqa: E402
-import pluggy  # noqa: E402
-import hypothesis  # noqa: E402
 from hypothesis import settings  # noqa: E402
 
 MACHINERY_FILES = {name: sys.modules[name].__file__ for name in MACHINERY}
@@ -197,26 +194,34 @@ class Reporter:
     def pytest_sessionfinish(self, session, exitstatus):
         for node in list(self.outcomes) if MODE == "agent" else []:
             self._emit_agent(node)
-        for node, prop in (self.by_node.items() if MODE == "scorer" else ()):
+        for node, prop in self.by_node.items() if MODE == "scorer" else ():
             # Written once, at the end, in schedule order: a process that dies
             # early leaves every row missing. Scheduled but never reported (not
             # collected, or the session stopped first) is a fail, never a pass.
             status, witness, duration = self.outcomes.get(
                 prop, ("fail", f"{prop}|NotRun|{node}", 0.0)
             )
-            _emit({"prop": prop, "seed": SEED, "status": status, "witness": witness,
-                   "duration_s": duration})
+            _emit(
+                {
+                    "prop": prop,
+                    "seed": SEED,
+                    "status": status,
+                    "witness": witness,
+                    "duration_s": duration,
+                }
+            )
         shadowed = sorted(
-            name for name, path in MACHINERY_FILES.items()
-            if path is None or path.startswith(TREE + os.sep)
+            name
+            for name, path in MACHINERY_FILES.items()
+            if path is None
+            or path.startswith(TREE + os.sep)
             or sys.modules.get(name) is None
             or getattr(sys.modules[name], "__file__", None) != path
         )
         custom = sys.modules.get("sitecustomize") or sys.modules.get("usercustomize")
         if custom is not None and str(getattr(custom, "__file__", "")).startswith(TREE + os.sep):
             shadowed.append("sitecustomize")
-        _emit({SENTINEL: True, "seed": SEED, "exitstatus": int(exitstatus),
-               "shadowed": shadowed})
+        _emit({SENTINEL: True, "seed": SEED, "exitstatus": int(exitstatus), "shadowed": shadowed})
 
 
 def main():
@@ -227,11 +232,25 @@ def main():
         with open(ini, "w") as handle:
             handle.write("[pytest]\naddopts =\nxfail_strict = false\n")
         args = [
-            "-c", ini, "--rootdir", TREE, "--confcutdir", TREE,
-            "-p", "no:cacheprovider", "-p", "_hypothesis_pytestplugin",
-            "--basetemp", basetemp, f"--hypothesis-seed={SEED}",
-            "-q", "--tb=short", "-o", "console_output_style=classic",
-            "--no-header", *sorted({node.split("::", 1)[0] for _, node in TARGETS}),
+            "-c",
+            ini,
+            "--rootdir",
+            TREE,
+            "--confcutdir",
+            TREE,
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "_hypothesis_pytestplugin",
+            "--basetemp",
+            basetemp,
+            f"--hypothesis-seed={SEED}",
+            "-q",
+            "--tb=short",
+            "-o",
+            "console_output_style=classic",
+            "--no-header",
+            *sorted({node.split("::", 1)[0] for _, node in TARGETS}),
         ]
     code = pytest.main(args, plugins=[Reporter()])
     _report.close()

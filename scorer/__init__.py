@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._config import ScorerConfig
 from ._contract import (
     DEFAULT_CONTRACT_PATH,
     Contract,
@@ -10,11 +11,17 @@ from ._contract import (
     compute_spec_hash,
     load_contract,
     parse_contract,
+    validation_message,
 )
-from ._config import ScorerConfig
-from ._contract import validation_message
 from ._errors import ContractError, InputError, PatchwardenError
-from ._fixtures import FixtureDrift, FixtureEntry, Manifest, guard_fixtures, pin_fixtures, read_manifest
+from ._fixtures import (
+    FixtureDrift,
+    FixtureEntry,
+    Manifest,
+    guard_fixtures,
+    pin_fixtures,
+    read_manifest,
+)
 from ._gate import (
     Decision,
     GateResult,
@@ -27,20 +34,14 @@ from ._gate import (
     decide_property,
 )
 from ._review import review_note
+from ._rows import RunRow, dump_rows, parse_rows, read_rows
 from ._score import ScoreRequest, Verdict, restore_from_parent, score
 from ._scorecard import Check
-from ._rows import RunRow, dump_rows, parse_rows, read_rows
 from ._witness import make_witness, normalise_witness
 
 __all__ = [
-    "Check",
-    "ScoreRequest",
-    "ScorerConfig",
-    "Verdict",
-    "restore_from_parent",
-    "score",
-    "validation_message",
     "DEFAULT_CONTRACT_PATH",
+    "Check",
     "Contract",
     "ContractError",
     "Decision",
@@ -54,8 +55,11 @@ __all__ = [
     "PropertyResult",
     "Reason",
     "RunRow",
+    "ScoreRequest",
+    "ScorerConfig",
     "SideCounts",
     "SkipReason",
+    "Verdict",
     "combine",
     "compute_fixture_closure_hash",
     "compute_spec_hash",
@@ -71,5 +75,8 @@ __all__ = [
     "pin_fixtures",
     "read_manifest",
     "read_rows",
+    "restore_from_parent",
     "review_note",
+    "score",
+    "validation_message",
 ]

@@ -109,7 +109,9 @@ def _parse_text(text: str, where: str) -> Any:
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ContractError(f"not valid JSON: {exc.msg}", where=f"{where}:{exc.lineno}") from None
+            raise ContractError(
+                f"not valid JSON: {exc.msg}", where=f"{where}:{exc.lineno}"
+            ) from None
         except (ValueError, RecursionError) as exc:
             raise ContractError(f"not usable JSON: {exc}", where=where) from None
     try:

@@ -62,10 +62,8 @@ def guard_fixtures(tree: Path, manifest: Manifest) -> list[FixtureDrift]:
     drifts = []
     for entry in manifest.fixtures:
         path = tree / entry.fixture
-        if path.is_symlink() or not path.is_file():
-            actual = "missing"
-        else:
-            actual = sha256_file(path)
+        usable = path.is_file() and not path.is_symlink()
+        actual = sha256_file(path) if usable else "missing"
         if actual != entry.sha256:
             drifts.append(FixtureDrift(fixture=entry.fixture, expected=entry.sha256, actual=actual))
     return drifts
@@ -80,6 +78,8 @@ def pin_fixtures(tree: Path, fixtures: list[str], covers: dict[str, list[str]]) 
         if not path.is_file():
             raise InputError("fixture not found", where=str(path))
         entries.append(
-            FixtureEntry(fixture=rel, sha256=sha256_file(path), frozen_at=now, covers=covers.get(rel, []))
+            FixtureEntry(
+                fixture=rel, sha256=sha256_file(path), frozen_at=now, covers=covers.get(rel, [])
+            )
         )
     return Manifest(fixtures=entries)

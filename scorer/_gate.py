@@ -110,7 +110,9 @@ def _counts(rows: Sequence[RunRow], kept: Sequence[RunRow]) -> SideCounts:
     )
 
 
-def _property_order(contract: Contract, parent: Sequence[RunRow], patch: Sequence[RunRow]) -> list[str]:
+def _property_order(
+    contract: Contract, parent: Sequence[RunRow], patch: Sequence[RunRow]
+) -> list[str]:
     if contract.properties:
         return contract.property_ids()
     return list(dict.fromkeys(row.prop for row in [*parent, *patch]))
@@ -158,9 +160,10 @@ def decide_property(
 
 def _both_fail(parent: Sequence[RunRow], patch: Sequence[RunRow]) -> tuple[Decision, Reason]:
     """The seven conditions; the schedule and both-fail ones already hold here."""
-    if _hash_values(parent, "spec_hash") != _hash_values(patch, "spec_hash") or len(
-        _hash_values(parent, "spec_hash")
-    ) != 1:
+    if (
+        _hash_values(parent, "spec_hash") != _hash_values(patch, "spec_hash")
+        or len(_hash_values(parent, "spec_hash")) != 1
+    ):
         return "reject", Reason.SPEC_HASH_MISMATCH
     parent_fixtures = _hash_values(parent, "fixture_closure_hash")
     if parent_fixtures != _hash_values(patch, "fixture_closure_hash") or len(parent_fixtures) != 1:
@@ -217,8 +220,11 @@ def decide(
     skip_reason = skip_reason or _tree_hash_skip(parent_kept, patch_kept)
     if skip_reason:
         return GateResult(
-            decision="skipped", contract_hash=contract.contract_hash, results=[],
-            counts=counts, skip_reason=skip_reason.value,
+            decision="skipped",
+            contract_hash=contract.contract_hash,
+            results=[],
+            counts=counts,
+            skip_reason=skip_reason.value,
         )
     results = []
     for prop in _property_order(contract, parent_kept, patch_kept):
@@ -229,8 +235,12 @@ def decide(
         )
         results.append(PropertyResult(prop=prop, decision=decision, reason=reason.value))
     if not results:
-        results.append(PropertyResult(prop="*", decision="reject", reason=Reason.MISSING_SEED.value))
+        results.append(
+            PropertyResult(prop="*", decision="reject", reason=Reason.MISSING_SEED.value)
+        )
     return GateResult(
-        decision=combine(results), contract_hash=contract.contract_hash,
-        results=results, counts=counts,
+        decision=combine(results),
+        contract_hash=contract.contract_hash,
+        results=results,
+        counts=counts,
     )

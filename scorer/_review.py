@@ -29,17 +29,23 @@ def review_note(
     details.extend(findings)
     if details:
         decision += f" ({'; '.join(details)})"
-    reasons = ", ".join(f"{_one_line(r.prop)}={r.reason}" for r in result.results) or "(none: gate skipped)"
+    reasons = (
+        ", ".join(f"{_one_line(r.prop)}={r.reason}" for r in result.results)
+        or "(none: gate skipped)"
+    )
     sides = []
     for side in ("parent", "patch"):
         c = result.counts[side]
         ignored = f", {c.ignored} ignored" if c.ignored else ""
         sides.append(f"{side} {c.lines} lines ({c.pass_} pass, {c.fail} fail{ignored})")
-    return "\n".join(
-        [
-            f"contract: {result.contract_hash}",
-            f"decision: {decision}",
-            f"properties: {reasons}",
-            f"rows: {'; '.join(sides)}",
-        ]
-    ) + "\n"
+    return (
+        "\n".join(
+            [
+                f"contract: {result.contract_hash}",
+                f"decision: {decision}",
+                f"properties: {reasons}",
+                f"rows: {'; '.join(sides)}",
+            ]
+        )
+        + "\n"
+    )

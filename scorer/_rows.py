@@ -53,7 +53,9 @@ def _field_error(obj: dict[str, Any]) -> str | None:
         if obj.get(key) is not None and not isinstance(obj[key], str):
             return f"{key!r} must be a string"
     duration = obj.get("duration_s")
-    if duration is not None and (isinstance(duration, bool) or not isinstance(duration, int | float)):
+    if duration is not None and (
+        isinstance(duration, bool) or not isinstance(duration, int | float)
+    ):
         return "'duration_s' must be a number"
     return None
 
@@ -68,7 +70,9 @@ def parse_rows(lines: Iterable[str], where: str) -> list[RunRow]:
         except json.JSONDecodeError as exc:
             raise InputError(f"not a JSON object: {exc.msg}", where=f"{where}:{number}") from None
         except (ValueError, RecursionError) as exc:  # huge integers, absurd nesting
-            raise InputError(f"not a usable JSON object: {exc}", where=f"{where}:{number}") from None
+            raise InputError(
+                f"not a usable JSON object: {exc}", where=f"{where}:{number}"
+            ) from None
         if not isinstance(obj, dict):
             raise InputError("not a JSON object", where=f"{where}:{number}")
         problem = _field_error(obj)

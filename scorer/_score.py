@@ -118,7 +118,9 @@ def _load_contract(tree: Path, request: ScoreRequest) -> tuple[Contract, str | N
     outside = Path(request.contract)
     if outside.is_file():
         return load_contract(outside), None
-    raise ContractError("contract not found in the parent commit nor on disk", where=request.contract)
+    raise ContractError(
+        "contract not found in the parent commit nor on disk", where=request.contract
+    )
 
 
 def _tree_files(tree: Path) -> set[str]:
@@ -138,6 +140,7 @@ def restore_from_parent(
 
     Tests come from the parent, code from the patch. Returns what was changed.
     """
+
     def guarded(path: str) -> bool:
         return under(path, contract_paths) or matches(path, protected)
 
@@ -150,8 +153,14 @@ def restore_from_parent(
     for rel in sorted(parent_files):
         source, target = parent_tree / rel, patch_tree / rel
         if target.is_symlink() or target.is_dir():
-            shutil.rmtree(target) if target.is_dir() and not target.is_symlink() else target.unlink()
-        elif target.is_file() and not source.is_symlink() and source.read_bytes() == target.read_bytes():
+            shutil.rmtree(
+                target
+            ) if target.is_dir() and not target.is_symlink() else target.unlink()
+        elif (
+            target.is_file()
+            and not source.is_symlink()
+            and source.read_bytes() == target.read_bytes()
+        ):
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
         if source.is_symlink():
@@ -197,8 +206,13 @@ def _run_schedule(
     with ThreadPoolExecutor(max_workers=min(config.worker_count(), len(jobs))) as pool:
         futures = {
             job: pool.submit(
-                run_properties, trees[job[0]], targets, job[1], sandbox_config,
-                contract_paths=contract_paths, limits=config.run_limits,
+                run_properties,
+                trees[job[0]],
+                targets,
+                job[1],
+                sandbox_config,
+                contract_paths=contract_paths,
+                limits=config.run_limits,
             )
             for job in jobs
         }
@@ -206,17 +220,31 @@ def _run_schedule(
 
 
 def _rows(
-    name: str, sha: str, runs: dict[tuple[str, int], PropertyRun], contract: Contract,
-    contract_hash: str, spec_hash: str, fixture_hash: str,
+    name: str,
+    sha: str,
+    runs: dict[tuple[str, int], PropertyRun],
+    contract: Contract,
+    contract_hash: str,
+    spec_hash: str,
+    fixture_hash: str,
 ) -> list[RunRow]:
     rows = []
     for seed in contract.seeds:
         for record in runs[(name, seed)].records:
-            rows.append(RunRow(
-                prop=record.prop, seed=seed, status=record.status, witness=record.witness,
-                tree=name, sha=sha, contract_hash=contract_hash, spec_hash=spec_hash,
-                fixture_closure_hash=fixture_hash, duration_s=record.duration_s,
-            ))
+            rows.append(
+                RunRow(
+                    prop=record.prop,
+                    seed=seed,
+                    status=record.status,
+                    witness=record.witness,
+                    tree=name,
+                    sha=sha,
+                    contract_hash=contract_hash,
+                    spec_hash=spec_hash,
+                    fixture_closure_hash=fixture_hash,
+                    duration_s=record.duration_s,
+                )
+            )
     return rows
 
 
@@ -225,14 +253,24 @@ def _run_evidence(bundle: BundleWriter, runs: dict[tuple[str, int], PropertyRun]
         stem = f"runs/{name}-seed{seed}"
         bundle.write_text(f"{stem}.stdout.txt", run.process.stdout)
         bundle.write_text(f"{stem}.stderr.txt", run.process.stderr)
-        bundle.write_json(f"{stem}.json", {
-            "tree": name, "seed": seed, "complete": run.complete, "missing": run.missing,
-            "shadowed": run.shadowed, "problems": run.problems,
-            "exit_code": run.process.exit_code, "signal": run.process.signal,
-            "timed_out": run.process.timed_out, "idle_timed_out": run.process.idle_timed_out,
-            "truncated": run.process.truncated, "duration_s": run.process.duration_s,
-            "backend": run.process.backend,
-        })
+        bundle.write_json(
+            f"{stem}.json",
+            {
+                "tree": name,
+                "seed": seed,
+                "complete": run.complete,
+                "missing": run.missing,
+                "shadowed": run.shadowed,
+                "problems": run.problems,
+                "exit_code": run.process.exit_code,
+                "signal": run.process.signal,
+                "timed_out": run.process.timed_out,
+                "idle_timed_out": run.process.idle_timed_out,
+                "truncated": run.process.truncated,
+                "duration_s": run.process.duration_s,
+                "backend": run.process.backend,
+            },
+        )
 
 
 def score(
@@ -247,25 +285,42 @@ def score(
     parent_sha = resolve_commit(request.repo, request.parent)
     patch_sha = resolve_commit(request.repo, request.patch)
     state = _state_dir(config)
-    clone = scratch_clone(request.repo.resolve(), state / "clones" / hash_json(str(request.repo.resolve()))[7:23])
+    clone = scratch_clone(
+        request.repo.resolve(), state / "clones" / hash_json(str(request.repo.resolve()))[7:23]
+    )
     fetch_commits(clone, request.repo.resolve(), [parent_sha, patch_sha])
     log_dir = Path(config.log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="score-", dir=state))
     try:
-        with open_worktree(clone, parent_sha, work / "parent") as parent_tree, \
-                open_worktree(clone, patch_sha, work / "patch") as patch_tree:
+        with (
+            open_worktree(clone, parent_sha, work / "parent") as parent_tree,
+            open_worktree(clone, patch_sha, work / "patch") as patch_tree,
+        ):
             return _score_trees(
-                request, config, sandbox_config, clone, parent_sha, patch_sha,
-                {"parent": parent_tree, "patch": patch_tree}, log_dir, quarantined,
+                request,
+                config,
+                sandbox_config,
+                clone,
+                parent_sha,
+                patch_sha,
+                {"parent": parent_tree, "patch": patch_tree},
+                log_dir,
+                quarantined,
             )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
 def _score_trees(
-    request: ScoreRequest, config: ScorerConfig, sandbox_config: SandboxConfig, clone: git.Repo,
-    parent_sha: str, patch_sha: str, trees: dict[str, Path], log_dir: Path,
+    request: ScoreRequest,
+    config: ScorerConfig,
+    sandbox_config: SandboxConfig,
+    clone: git.Repo,
+    parent_sha: str,
+    patch_sha: str,
+    trees: dict[str, Path],
+    log_dir: Path,
     quarantined: Sequence[str],
 ) -> Verdict:
     contract, contract_file = _load_contract(trees["parent"], request)
@@ -273,24 +328,37 @@ def _score_trees(
         raise ContractError("the contract lists no properties to run", where=request.contract)
     contract_paths = contract.contract_paths(contract_file)
     changes = _changes(clone, parent_sha, patch_sha)
-    restored = restore_from_parent(trees["parent"], trees["patch"], contract_paths, config.protected_paths)
-    drifts = _drifts(trees["parent"], contract, "parent") + _drifts(trees["patch"], contract, "patch")
+    restored = restore_from_parent(
+        trees["parent"], trees["patch"], contract_paths, config.protected_paths
+    )
+    drifts = _drifts(trees["parent"], contract, "parent") + _drifts(
+        trees["patch"], contract, "patch"
+    )
     hashes = {
         name: (compute_spec_hash(tree, contract), compute_fixture_closure_hash(tree, contract))
         for name, tree in trees.items()
     }
-    resolved = contract.model_copy(update={
-        "parent_sha": parent_sha, "patch_sha": patch_sha,
-        "spec_hash": contract.spec_hash or hashes["parent"][0],
-        "fixture_closure_hash": contract.fixture_closure_hash or hashes["parent"][1],
-    })
+    resolved = contract.model_copy(
+        update={
+            "parent_sha": parent_sha,
+            "patch_sha": patch_sha,
+            "spec_hash": contract.spec_hash or hashes["parent"][0],
+            "fixture_closure_hash": contract.fixture_closure_hash or hashes["parent"][1],
+        }
+    )
     contract_hash = resolved.contract_hash
     snapshots = {name: _snapshot(tree) for name, tree in trees.items()}
     runs = _run_schedule(trees, resolved, contract_paths, sandbox_config, config)
-    drifts += [d + " (after the runs)" for d in
-               _drifts(trees["parent"], contract, "parent") + _drifts(trees["patch"], contract, "patch")]
-    drifts += [f"{name}: the tree changed during the runs"
-               for name, tree in trees.items() if _snapshot(tree) != snapshots[name]]
+    drifts += [
+        d + " (after the runs)"
+        for d in _drifts(trees["parent"], contract, "parent")
+        + _drifts(trees["patch"], contract, "patch")
+    ]
+    drifts += [
+        f"{name}: the tree changed during the runs"
+        for name, tree in trees.items()
+        if _snapshot(tree) != snapshots[name]
+    ]
     rows = {
         name: _rows(name, sha, runs, resolved, contract_hash, *hashes[name])
         for name, sha in (("parent", parent_sha), ("patch", patch_sha))
@@ -306,7 +374,9 @@ def _score_trees(
             skip = SkipReason.ROWS_NOT_SAVED
         gate = decide(resolved, rows["parent"], rows["patch"], skip_reason=skip)
         oracle_files = sorted({p.test.split("::", 1)[0] for p in contract.properties})
-        shadowed = sorted({s for (name, _), run in runs.items() if name == "patch" for s in run.shadowed})
+        shadowed = sorted(
+            {s for (name, _), run in runs.items() if name == "patch" for s in run.shadowed}
+        )
         scorecard = [
             check_contract_tampered(changes, contract_paths),
             check_fixture_drifted(drifts),
@@ -318,13 +388,20 @@ def _score_trees(
         ]
         decision = final_decision(gate.decision, scorecard)
         findings = [
-            f"{c.check}: {c.outcome}" for c in scorecard
+            f"{c.check}: {c.outcome}"
+            for c in scorecard
             if c.outcome != "pass" and c.check != "differential"
         ]
         note = review_note(gate, final=decision, findings=findings)
         verdict = Verdict(
-            verdict_id=verdict_id, decision=decision, gate=gate, scorecard=scorecard,
-            parent_sha=parent_sha, patch_sha=patch_sha, bundle=bundle.final, review_note=note,
+            verdict_id=verdict_id,
+            decision=decision,
+            gate=gate,
+            scorecard=scorecard,
+            parent_sha=parent_sha,
+            patch_sha=patch_sha,
+            bundle=bundle.final,
+            review_note=note,
         )
         bundle.write_json("contract.resolved.json", resolved.model_dump(mode="json"))
         bundle.write_json("decision.json", verdict.to_json())
@@ -333,11 +410,17 @@ def _score_trees(
         bundle.write_text("patch.diff", clone.git.diff(parent_sha, patch_sha, "--binary") + "\n")
         bundle.write_json("restored.json", restored)
         _run_evidence(bundle, runs)
-        bundle.publish({
-            "verdict_id": verdict_id, "decision": decision, "gate_decision": gate.decision,
-            "parent_sha": parent_sha, "patch_sha": patch_sha, "contract_hash": contract_hash,
-            "results": [r.model_dump() for r in gate.results],
-        })
+        bundle.publish(
+            {
+                "verdict_id": verdict_id,
+                "decision": decision,
+                "gate_decision": gate.decision,
+                "parent_sha": parent_sha,
+                "patch_sha": patch_sha,
+                "contract_hash": contract_hash,
+                "results": [r.model_dump() for r in gate.results],
+            }
+        )
     except BaseException:
         bundle.discard()
         raise

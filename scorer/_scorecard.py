@@ -16,7 +16,9 @@ from pydantic import BaseModel, ConfigDict
 from ._gate import Decision, GateResult
 
 Outcome = Literal["pass", "review", "reject"]
-MACHINERY_NAMES = frozenset({"pytest", "_pytest", "hypothesis", "pluggy", "sitecustomize", "usercustomize"})
+MACHINERY_NAMES = frozenset(
+    {"pytest", "_pytest", "hypothesis", "pluggy", "sitecustomize", "usercustomize"}
+)
 
 
 class Check(BaseModel):
@@ -38,7 +40,9 @@ class Change(BaseModel):
 
 
 def under(path: str, roots: Iterable[str]) -> bool:
-    return any(path == root.rstrip("/") or path.startswith(root.rstrip("/") + "/") for root in roots)
+    return any(
+        path == root.rstrip("/") or path.startswith(root.rstrip("/") + "/") for root in roots
+    )
 
 
 def matches(path: str, globs: Iterable[str]) -> bool:
@@ -51,7 +55,9 @@ def check_contract_tampered(changes: Sequence[Change], contract_paths: Sequence[
 
 
 def check_fixture_drifted(drifts: Sequence[str]) -> Check:
-    return Check(check="fixture_drifted", outcome="reject" if drifts else "pass", evidence=list(drifts))
+    return Check(
+        check="fixture_drifted", outcome="reject" if drifts else "pass", evidence=list(drifts)
+    )
 
 
 def check_oracle_pin(changes: Sequence[Change], oracle_files: Sequence[str]) -> Check:
@@ -78,14 +84,19 @@ def shadowing_paths(paths: Iterable[str]) -> list[str]:
 
 
 def check_shadowing(changes: Sequence[Change], runtime_shadowed: Sequence[str]) -> Check:
-    hits = [f"{c.status} {c.path}" for c in changes if c.status != "D" and shadowing_paths([c.path])]
+    hits = [
+        f"{c.status} {c.path}" for c in changes if c.status != "D" and shadowing_paths([c.path])
+    ]
     hits += [f"loaded from the tree at run time: {name}" for name in runtime_shadowed]
     return Check(check="shadowing", outcome="reject" if hits else "pass", evidence=hits)
 
 
 def check_differential(gate: GateResult) -> Check:
     outcome: Outcome = {
-        "accept": "pass", "reject": "reject", "propose_freeze": "review", "skipped": "review",
+        "accept": "pass",
+        "reject": "reject",
+        "propose_freeze": "review",
+        "skipped": "review",
     }[gate.decision]  # type: ignore[assignment]
     evidence = [f"{r.prop}: {r.reason}" for r in gate.results]
     if gate.skip_reason:

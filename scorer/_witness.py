@@ -12,7 +12,10 @@ import re
 
 _NOISE: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"0x[0-9a-fA-F]+"), "0x?"),
-    (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"), "<time>"),
+    (
+        re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"),
+        "<time>",
+    ),
     (re.compile(r"(?<![\w./-])(?:/private)?/(?:tmp|var/tmp|var/folders)/[^\s:'\"|,)]*"), "<tmp>"),
     (re.compile(r"\bpid[ =:]*\d+", re.IGNORECASE), "pid=?"),
     (re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s|sec|seconds)\b"), "<duration>"),

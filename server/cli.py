@@ -67,7 +67,9 @@ def emit_decision(decision: str, payload: dict[str, Any], note: str, as_json: bo
 
 
 config_option = click.option(
-    "--config", "config_path", type=click.Path(path_type=Path, dir_okay=False),
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path, dir_okay=False),
     help="Operator configuration (YAML). Without it the safe defaults apply.",
 )
 
@@ -93,17 +95,29 @@ def decide_cmd(parent_rows: Path, patch_rows: Path, contract_path: Path, as_json
 
 @cli.command("score")
 @click.option("--repo", type=click.Path(path_type=Path, file_okay=False), required=True)
-@click.option("--contract", "contract", required=True,
-              help="Contract path inside the repository (read from the parent commit).")
+@click.option(
+    "--contract",
+    "contract",
+    required=True,
+    help="Contract path inside the repository (read from the parent commit).",
+)
 @click.option("--parent", required=True, help="Parent commit (any git revision).")
 @click.option("--patch", required=True, help="Patch commit (any git revision).")
-@click.option("--log-dir", type=click.Path(path_type=Path, file_okay=False),
-              help="Where the evidence bundle goes (default: the config's scorer.log_dir).")
+@click.option(
+    "--log-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Where the evidence bundle goes (default: the config's scorer.log_dir).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the decision object.")
 @config_option
 @one_line_errors
 def score_cmd(
-    repo: Path, contract: str, parent: str, patch: str, log_dir: Path | None, as_json: bool,
+    repo: Path,
+    contract: str,
+    parent: str,
+    patch: str,
+    log_dir: Path | None,
+    as_json: bool,
     config_path: Path | None,
 ) -> None:
     """Run the contract on both commits, decide, and write the evidence bundle."""
@@ -113,7 +127,8 @@ def score_cmd(
         scorer_config = scorer_config.model_copy(update={"log_dir": str(log_dir)})
     verdict = score(
         ScoreRequest(repo=repo, contract=contract, parent=parent, patch=patch),
-        scorer_config, config.sandbox,
+        scorer_config,
+        config.sandbox,
     )
     note = verdict.review_note + f"evidence: {verdict.bundle}\n"
     emit_decision(verdict.decision, verdict.to_json(), note, as_json)

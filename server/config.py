@@ -62,7 +62,9 @@ def parse_config(text: str, where: str) -> OperatorConfig:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"not valid YAML: {getattr(exc, 'problem', exc)}", where=f"{where}{line}") from None
+        raise ConfigError(
+            f"not valid YAML: {getattr(exc, 'problem', exc)}", where=f"{where}{line}"
+        ) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):

@@ -28,7 +28,7 @@ def _make_repo(dest: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def example_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The orders example (tags base, patch-fix, patch-regression, patch-refactor, patch-fix-docs)."""
+    """Orders example; tags: base, patch-fix, patch-regression, patch-refactor, patch-fix-docs."""
     dest = tmp_path_factory.mktemp("example") / "orders"
     _make_repo(dest)
     return dest

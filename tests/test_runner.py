@@ -89,13 +89,26 @@ def statuses(run) -> dict[str, tuple[str, str]]:  # type: ignore[no-untyped-def]
 
 
 def test_each_misbehaviour_in_one_process_is_a_fail(tree: Path) -> None:
-    names = ["ok", "seeded", "fails", "skip", "xfail", "xpass", "setup_error", "sys_exit", "missing"]
+    names = [
+        "ok",
+        "seeded",
+        "fails",
+        "skip",
+        "xfail",
+        "xpass",
+        "setup_error",
+        "sys_exit",
+        "missing",
+    ]
     run = run_properties(tree, [target(n) for n in names], 29, SandboxConfig())
     got = statuses(run)
     assert run.complete and run.missing == [] and run.problems == []
     assert got["prop.ok"] == ("pass", "")
     assert got["prop.seeded"] == ("pass", "")
-    assert got["prop.fails"] == ("fail", f"prop.fails|AssertionError|tests/test_props.py:{line_of('1 + 1 == 3')}")
+    assert got["prop.fails"] == (
+        "fail",
+        f"prop.fails|AssertionError|tests/test_props.py:{line_of('1 + 1 == 3')}",
+    )
     assert got["prop.skip"] == ("fail", "prop.skip|Skipped|call")
     assert got["prop.xfail"] == ("fail", "prop.xfail|XFailed|tests/test_props.py")
     assert got["prop.xpass"] == ("fail", "prop.xpass|XPassed|tests/test_props.py")
@@ -103,10 +116,11 @@ def test_each_misbehaviour_in_one_process_is_a_fail(tree: Path) -> None:
         "fail",
         f"prop.setup_error|RuntimeError|setup:tests/test_props.py:{line_of('setup broke')}",
     )
-    assert got["prop.sys_exit"] == ("fail", f"prop.sys_exit|SystemExit|tests/test_props.py:{line_of('sys.exit(0)')}")
-    assert got["prop.missing"] == (
-        "fail", "prop.missing|NotRun|tests/test_props.py::test_missing"
+    assert got["prop.sys_exit"] == (
+        "fail",
+        f"prop.sys_exit|SystemExit|tests/test_props.py:{line_of('sys.exit(0)')}",
     )
+    assert got["prop.missing"] == ("fail", "prop.missing|NotRun|tests/test_props.py::test_missing")
     assert [r.prop for r in run.records] == [f"prop.{n}" for n in names]
 
 
@@ -130,11 +144,12 @@ def test_hang_past_the_timeout_leaves_rows_missing(tree: Path) -> None:
 
 
 def test_pytest_exit_marks_the_rest_not_run(tree: Path) -> None:
-    run = run_properties(
-        tree, [target("pytest_exit"), target("after_exit")], 11, SandboxConfig()
-    )
+    run = run_properties(tree, [target("pytest_exit"), target("after_exit")], 11, SandboxConfig())
     assert run.complete
     assert statuses(run) == {
-        "prop.pytest_exit": ("fail", "prop.pytest_exit|NotRun|tests/test_props.py::test_pytest_exit"),
+        "prop.pytest_exit": (
+            "fail",
+            "prop.pytest_exit|NotRun|tests/test_props.py::test_pytest_exit",
+        ),
         "prop.after_exit": ("fail", "prop.after_exit|NotRun|tests/test_props.py::test_after_exit"),
     }

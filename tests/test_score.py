@@ -19,8 +19,15 @@ pytestmark = pytest.mark.bwrap
 EXPECTED = json.loads((EXAMPLE / "expected.json").read_text())
 EXIT = {"accept": 0, "reject": 1, "propose_freeze": 3}
 BUNDLE_FILES = {
-    "contract.resolved.json", "decision.json", "scorecard.json", "review-note.txt",
-    "parent.jsonl", "patch.jsonl", "patch.diff", "restored.json", "runs",
+    "contract.resolved.json",
+    "decision.json",
+    "scorecard.json",
+    "review-note.txt",
+    "parent.jsonl",
+    "patch.jsonl",
+    "patch.diff",
+    "restored.json",
+    "runs",
 }
 
 
@@ -35,13 +42,34 @@ def verdicts(example_repo: Path, log_dir: Path, scorer_env: dict[str, str]) -> l
     out = []
     for case in EXPECTED:
         proc = subprocess.run(
-            ["patchwarden", "score", "--repo", str(example_repo), "--contract", CONTRACT,
-             "--parent", case["parent"], "--patch", case["patch"], "--log-dir", str(log_dir),
-             "--json"],
-            capture_output=True, text=True, env=scorer_env, timeout=600,
+            [
+                "patchwarden",
+                "score",
+                "--repo",
+                str(example_repo),
+                "--contract",
+                CONTRACT,
+                "--parent",
+                case["parent"],
+                "--patch",
+                case["patch"],
+                "--log-dir",
+                str(log_dir),
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            env=scorer_env,
+            timeout=600,
         )
-        out.append({"case": case, "code": proc.returncode, "stderr": proc.stderr,
-                    "decision": json.loads(proc.stdout) if proc.stdout else None})
+        out.append(
+            {
+                "case": case,
+                "code": proc.returncode,
+                "stderr": proc.stderr,
+                "decision": json.loads(proc.stdout) if proc.stdout else None,
+            }
+        )
     return out
 
 
@@ -84,14 +112,21 @@ def test_each_verdict_has_a_complete_bundle_and_index_line(
 
 def test_bad_inputs_are_one_line_errors(example_repo: Path, scorer_env: dict[str, str]) -> None:
     cases = [
-        (["--parent", "no-such-ref", "--patch", "patch-fix", "--contract", CONTRACT],
-         f"patchwarden: error: {example_repo}: unknown revision 'no-such-ref'\n"),
-        (["--parent", "base", "--patch", "patch-fix", "--contract", "nope.yaml"],
-         "patchwarden: error: nope.yaml: contract not found in the parent commit nor on disk\n"),
+        (
+            ["--parent", "no-such-ref", "--patch", "patch-fix", "--contract", CONTRACT],
+            f"patchwarden: error: {example_repo}: unknown revision 'no-such-ref'\n",
+        ),
+        (
+            ["--parent", "base", "--patch", "patch-fix", "--contract", "nope.yaml"],
+            "patchwarden: error: nope.yaml: contract not found in the parent commit nor on disk\n",
+        ),
     ]
     for args, message in cases:
         proc = subprocess.run(
             ["patchwarden", "score", "--repo", str(example_repo), *args],
-            capture_output=True, text=True, env=scorer_env, timeout=120,
+            capture_output=True,
+            text=True,
+            env=scorer_env,
+            timeout=120,
         )
         assert (proc.returncode, proc.stderr, proc.stdout) == (2, message, "")
