@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
+from sandbox import check_sandbox
 from scorer import (
     PatchwardenError,
     ScoreRequest,
@@ -132,6 +133,23 @@ def score_cmd(
     )
     note = verdict.review_note + f"evidence: {verdict.bundle}\n"
     emit_decision(verdict.decision, verdict.to_json(), note, as_json)
+
+
+@cli.command("doctor")
+@config_option
+@one_line_errors
+def doctor_cmd(config_path: Path | None) -> None:
+    """Check that the sandbox works on this machine, and say what to change if not."""
+    config = load_config(config_path)
+    checks = check_sandbox(config.sandbox)
+    for check in checks:
+        mark = "ok  " if check.ok else "FAIL"
+        click.echo(f"{mark} {check.name}: {check.detail}")
+        if not check.ok and check.fix:
+            click.echo(f"     fix: {check.fix}")
+    if config.sandbox.backend == "none":
+        click.echo("note: sandbox.backend is 'none': nothing is isolated (development only)")
+    sys.exit(EXIT_ACCEPT if all(c.ok for c in checks) else EXIT_REJECT)
 
 
 @cli.group("config")
