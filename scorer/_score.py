@@ -43,6 +43,7 @@ from ._errors import ContractError, InputError
 from ._fixtures import guard_fixtures, read_manifest
 from ._gate import Decision, GateResult, SkipReason, decide
 from ._hashing import hash_json
+from ._restore import restore_from_parent, tree_entries
 from ._review import review_note
 from ._rows import RunRow, dump_rows
 from ._scorecard import (
@@ -56,8 +57,6 @@ from ._scorecard import (
     check_shadowing,
     check_test_tampering,
     final_decision,
-    matches,
-    under,
 )
 
 TREES = ("parent", "patch")
@@ -123,58 +122,9 @@ def _load_contract(tree: Path, request: ScoreRequest) -> tuple[Contract, str | N
     )
 
 
-def _tree_files(tree: Path) -> set[str]:
-    files = set()
-    for root, dirs, names in os.walk(tree):
-        dirs[:] = [d for d in dirs if d != ".git"]
-        for name in names:
-            path = Path(root, name)
-            files.add(path.relative_to(tree).as_posix())
-    return files
-
-
-def restore_from_parent(
-    parent_tree: Path, patch_tree: Path, contract_paths: Sequence[str], protected: Sequence[str]
-) -> list[str]:
-    """Make every contract and protected path of the patch tree equal to the parent's.
-
-    Tests come from the parent, code from the patch. Returns what was changed.
-    """
-
-    def guarded(path: str) -> bool:
-        return under(path, contract_paths) or matches(path, protected)
-
-    parent_files = {p for p in _tree_files(parent_tree) if guarded(p)}
-    patch_files = {p for p in _tree_files(patch_tree) if guarded(p)}
-    restored = []
-    for rel in sorted(patch_files - parent_files):
-        (patch_tree / rel).unlink()
-        restored.append(f"deleted {rel}")
-    for rel in sorted(parent_files):
-        source, target = parent_tree / rel, patch_tree / rel
-        if target.is_symlink() or target.is_dir():
-            shutil.rmtree(
-                target
-            ) if target.is_dir() and not target.is_symlink() else target.unlink()
-        elif (
-            target.is_file()
-            and not source.is_symlink()
-            and source.read_bytes() == target.read_bytes()
-        ):
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if source.is_symlink():
-            target.unlink(missing_ok=True)
-            os.symlink(os.readlink(source), target)
-        else:
-            shutil.copyfile(source, target)
-        restored.append(f"restored {rel}")
-    return restored
-
-
 def _snapshot(tree: Path) -> dict[str, tuple[int, int]]:
     snap = {}
-    for rel in _tree_files(tree):
+    for rel in tree_entries(tree):
         stat = (tree / rel).lstat()
         snap[rel] = (stat.st_size, stat.st_mtime_ns)
     return snap
