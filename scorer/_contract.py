@@ -70,10 +70,12 @@ class Contract(BaseModel):
     @field_validator("properties")
     @classmethod
     def _unique_ids(cls, props: list[Property]) -> list[Property]:
-        ids = [p.id for p in props]
-        dupes = sorted({i for i in ids if ids.count(i) > 1})
-        if dupes:
-            raise ValueError(f"property ids must be unique, repeated: {', '.join(dupes)}")
+        for attr in ("id", "test"):
+            values = [getattr(p, attr) for p in props]
+            dupes = sorted({v for v in values if values.count(v) > 1})
+            if dupes:
+                # One test per property: the runner maps each node id to one property.
+                raise ValueError(f"property {attr}s must be unique, repeated: {', '.join(dupes)}")
         return props
 
     @field_validator("spec_paths")

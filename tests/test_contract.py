@@ -375,3 +375,16 @@ def test_contract_paths_no_duplicates() -> None:
     paths = contract.contract_paths("c.json")
     assert len(paths) == len(set(paths))
     assert set(paths) == {"c.json", "tests/properties", ".freeze"}
+
+
+def test_two_properties_cannot_share_one_test() -> None:
+    text = (
+        "seeds: [1]\nproperties:\n"
+        "  - {id: a, test: 't.py::test_x'}\n"
+        "  - {id: b, test: 't.py::test_x'}\n"
+    )
+    with pytest.raises(ContractError) as err:
+        parse_contract(text, "c.yaml")
+    assert str(err.value) == (
+        "c.yaml:2: properties: Value error, property tests must be unique, repeated: t.py::test_x"
+    )
