@@ -1,0 +1,385 @@
+"""``patchwarden serve``: set up one agent session and serve it over MCP.
+
+Start-up is all-or-nothing and happens before the first MCP message: the
+configuration is validated, bubblewrap is checked, the base commit and the
+contract are read, the agent worktree is created and the scorer child says
+it is ready. Any failure is one line and exit 2 (the CLI's job); nothing is
+served on a broken setup. On exit the scorer is stopped and the worktree
+removed (the patch commits stay under ``refs/patchwarden/`` for reviewers).
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+import signal
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+import anyio.abc
+from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+
+from sandbox import ConfigError, ContractError, SandboxConfig, require_sandbox, resolve_commit
+from sandbox._launch import OPTIONAL_SYSTEM_DIRS, SYSTEM_DIRS, python_runtime
+from scorer import Contract
+from scorer._process import read_contract_at, read_only_paths_at, read_quarantine_at
+from scorer._sweep import base_is_broken
+
+from ._audit import AuditLog, AuditMiddleware
+from ._paths import PathPolicy
+from ._scorer_client import ScorerClient, scorer_argv, start_scorer
+from ._tools import Session, register_tools
+from ._workspace import Workspace, open_workspace, private_dir, repo_toplevel
+from .config import AgentConfig, OperatorConfig, load_config
+
+Transport = Literal["stdio", "http"]
+INSTRUCTIONS = """\
+You work on a repository through patchwarden, in your own git worktree at a fixed base commit.
+Read the contract first (get_contract): its paths are read-only to you, and every patch you
+submit is scored by a separate scorer that runs the contract's property checks on the base and
+on your patch. Use list_files/read_file to look around, write_file/edit_file/apply_patch to
+change files, run_tests to run the project's tests in a sandbox, diff to see your change, and
+submit_patch to get a verdict (accept, reject or propose_freeze, with one reason code per
+property). Submissions are limited; run the tests before you submit."""
+
+
+def default_server_state_dir() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "patchwarden" / "server"
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """``patchwarden serve`` flags; None keeps the configuration's value."""
+
+    config_path: Path | None = None
+    repo: Path | None = None
+    base: str | None = None
+    contract: str | None = None
+    log_dir: Path | None = None
+    transport: Transport = "stdio"
+
+
+@dataclass(frozen=True)
+class Setup:
+    """Everything checked before the session starts."""
+
+    config: OperatorConfig
+    config_path: Path | None
+    repo: Path
+    base: str
+    contract: Contract
+    contract_file: str | None
+    contract_arg: str
+    quarantined: list[str]
+    read_only: list[str]
+    """Contract paths, the manifest's fixtures included."""
+    log_dir: Path
+    scorer_state: Path
+    server_state: Path
+    agent_sandbox: SandboxConfig
+
+
+def apply_overrides(config: OperatorConfig, options: ServeOptions) -> OperatorConfig:
+    agent: dict[str, Any] = {}
+    if options.repo is not None:
+        agent["repo"] = str(options.repo)
+    if options.base is not None:
+        agent["base"] = options.base
+    if options.contract is not None:
+        agent["contract"] = options.contract
+    scorer: dict[str, Any] = {}
+    if options.log_dir is not None:
+        scorer["log_dir"] = str(options.log_dir)
+    return config.model_copy(
+        update={
+            "agent": AgentConfig.model_validate({**config.agent.model_dump(), **agent}),
+            "scorer": config.scorer.model_copy(update=scorer),
+        }
+    )
+
+
+def _within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def hide_secret_dirs(config: SandboxConfig, secret_dirs: Sequence[Path]) -> SandboxConfig:
+    """``config`` with every secret directory (server and scorer state, logs) that a mount
+    would show (system, interpreter or operator paths) covered; used for the agent's runs
+    and the scorer's. A directory no mount shows is left alone: covering it would create its
+    path inside the sandbox."""
+    mounted = [
+        Path(p)
+        for p in (
+            *SYSTEM_DIRS,
+            *OPTIONAL_SYSTEM_DIRS,
+            *config.pythonpath,
+            *config.readonly_paths,
+            *config.writable_paths,
+        )
+    ]
+    if config.backend == "bubblewrap":
+        mounted += [Path(p) for p in python_runtime(config).mounts]
+    hidden = [str(d) for d in secret_dirs if any(_within(d, m) for m in mounted)]
+    if not hidden:
+        return config
+    return config.model_copy(update={"hidden_paths": (*config.hidden_paths, *hidden)})
+
+
+def prepare(options: ServeOptions) -> Setup:
+    """Validate the configuration, the sandbox, the repository, the base and the contract."""
+    config = apply_overrides(load_config(options.config_path), options)
+    require_sandbox(config.sandbox)
+    repo = repo_toplevel(Path(config.agent.repo).resolve())
+    base = resolve_commit(repo, config.agent.base)
+    contract, contract_file = read_contract_at(repo, base, config.agent.contract)
+    if not contract.properties:
+        raise ContractError("the contract lists no properties", where=config.agent.contract)
+    try:
+        broken = base_is_broken(repo, base, config.scorer, contract=contract)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read the sweep records: {exc.strerror}", where=str(exc.filename)
+        ) from None
+    if broken and not config.agent.waive_broken_base:
+        raise ConfigError(
+            f"the base is broken ({'; '.join(broken[:3])}): fix it, or set "
+            "agent.waive_broken_base to start anyway",
+            where=base[:12],
+        )
+    quarantined = read_quarantine_at(repo, base, contract)
+    read_only = read_only_paths_at(repo, base, contract, contract_file)
+    log_dir = Path(config.scorer.log_dir).resolve()
+    scorer_state = Path(config.scorer.state_dir).resolve()
+    server_state = default_server_state_dir().resolve()
+    for name, path in (("log directory", log_dir), ("scorer state directory", scorer_state)):
+        if _within(path, server_state) or _within(server_state, path):
+            raise ConfigError(
+                f"the {name} must be apart from the server state directory {server_state}",
+                where=str(path),
+            )
+    if _within(log_dir, scorer_state) or _within(scorer_state, log_dir):
+        raise ConfigError(
+            "the log directory and the scorer state directory must be apart", where=str(log_dir)
+        )
+    try:
+        private_dir(server_state)
+        log_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot create directory: {exc.strerror}", where=str(exc.filename)
+        ) from None
+    return Setup(
+        config=config,
+        config_path=options.config_path.resolve() if options.config_path else None,
+        repo=repo,
+        base=base,
+        contract=contract,
+        contract_file=contract_file,
+        contract_arg=config.agent.contract,
+        quarantined=quarantined,
+        read_only=read_only,
+        log_dir=log_dir,
+        scorer_state=scorer_state,
+        server_state=server_state,
+        agent_sandbox=hide_secret_dirs(config.sandbox, [server_state, scorer_state, log_dir]),
+    )
+
+
+def protected_for_agent(setup: Setup) -> list[str]:
+    """Globs the server refuses to write besides the contract paths.
+
+    When the operator makes test tampering a reject, writing a protected path
+    can only produce a rejected patch, so it is refused up front. Otherwise
+    (the default, ``review``) the agent may add or change tests, e.g. a
+    regression test: the scorer restores those paths from the parent before
+    its runs and the scorecard shows the change to a reviewer.
+    """
+    if setup.config.scorer.test_tampering == "reject":
+        return list(setup.config.scorer.protected_paths)
+    return []
+
+
+def build_app(session: Session, audit: AuditLog) -> MCPServer[Any]:
+    app: MCPServer[Any] = MCPServer(
+        "patchwarden",
+        title="patchwarden",
+        instructions=INSTRUCTIONS,
+        version=_version(),
+        middleware=[AuditMiddleware(audit)],
+    )
+    register_tools(app, session)
+    return app
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("patchwarden")
+    except PackageNotFoundError:
+        return "0"
+
+
+def run_serve(options: ServeOptions) -> None:
+    """Blocks until the client disconnects (stdio) or the process is interrupted (http)."""
+    setup = prepare(options)
+    with open_workspace(
+        setup.repo,
+        setup.base,
+        setup.server_state,
+        worktree_dir=Path(setup.config.agent.worktree_dir)
+        if setup.config.agent.worktree_dir
+        else None,
+        must_stay_outside=[setup.log_dir, setup.scorer_state],
+    ) as workspace:
+        anyio.run(_serve, setup, workspace, options.transport)
+
+
+async def _serve(setup: Setup, workspace: Workspace, transport: Transport) -> None:
+    argv = scorer_argv(
+        repo=setup.repo,
+        contract=setup.contract_arg,
+        log_dir=setup.log_dir,
+        config_path=setup.config_path,
+    )
+    if transport == "http":  # uvicorn handles SIGINT and SIGTERM itself
+        async with start_scorer(argv) as scorer:
+            app = _start_app(setup, workspace, scorer, transport)
+            await _serve_http(app, setup.config.agent.http_token, setup.config.agent.http_port)
+        return
+    started: list[ScorerClient] = []
+    async with anyio.create_task_group() as tg:
+        await tg.start(_stop_on_signal, started, workspace)
+        async with start_scorer(argv) as scorer:
+            started.append(scorer)
+            await _start_app(setup, workspace, scorer, transport).run_stdio_async()
+        tg.cancel_scope.cancel()
+
+
+def _start_app(
+    setup: Setup, workspace: Workspace, scorer: ScorerClient, transport: Transport
+) -> MCPServer[Any]:
+    app = build_app(
+        _session(setup, workspace, scorer), AuditLog(setup.log_dir, workspace.session_id)
+    )
+    print(
+        f"patchwarden: serving {setup.repo} at base {setup.base[:12]} over {transport}; "
+        f"worktree {workspace.tree}; logs in {setup.log_dir}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return app
+
+
+async def _stop_on_signal(
+    scorers: list[ScorerClient],
+    workspace: Workspace,
+    *,
+    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """On SIGTERM or SIGHUP: stop the scorer, remove the worktree, exit.
+
+    The SDK reads stdin in a worker thread that no cancellation interrupts
+    while the client keeps the pipe open, so an orderly unwinding could wait
+    forever; the session is torn down here instead. A client that closes
+    stdin ends the session the ordinary way.
+    """
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+        task_status.started()
+        async for signum in signals:
+            print(
+                f"patchwarden: {signal.Signals(signum).name}: stopping the session",
+                file=sys.stderr,
+                flush=True,
+            )
+            for scorer in scorers:
+                await scorer.aclose()
+            await anyio.to_thread.run_sync(workspace.remove)
+            os._exit(0)
+
+
+def _session(setup: Setup, workspace: Workspace, scorer: ScorerClient) -> Session:
+    policy = PathPolicy(
+        workspace.tree,
+        read_only=setup.read_only,
+        protected=protected_for_agent(setup),
+        max_file_bytes=setup.config.agent.max_file_bytes,
+    )
+    return Session(
+        workspace=workspace,
+        policy=policy,
+        contract=setup.contract,
+        contract_file=setup.contract_file,
+        quarantined=setup.quarantined,
+        sandbox=setup.agent_sandbox,
+        scorer=scorer,
+        max_submissions=setup.config.agent.max_submissions,
+    )
+
+
+# -- streamable HTTP ----------------------------------------------------------
+
+
+class BearerAuth:
+    """ASGI middleware: every HTTP request needs ``Authorization: Bearer <token>``."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"www-authenticate", b'Bearer realm="patchwarden"'),
+                        ],
+                    }
+                )
+                await send(
+                    {
+                        "type": "http.response.body",
+                        "body": b'{"error": "missing or wrong bearer token"}',
+                    }
+                )
+                return
+        await self.app(scope, receive, send)
+
+
+def http_app(app: MCPServer[Any], token: str, port: int) -> BearerAuth:
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"127.0.0.1:{port}", f"localhost:{port}"],
+        allowed_origins=[f"http://127.0.0.1:{port}", f"http://localhost:{port}"],
+    )
+    return BearerAuth(app.streamable_http_app(transport_security=security, host="127.0.0.1"), token)
+
+
+async def _serve_http(app: MCPServer[Any], token: str | None, port: int) -> None:
+    import uvicorn
+
+    if token is None:
+        token = secrets.token_urlsafe(32)
+        print(f"patchwarden: http bearer token: {token}", file=sys.stderr, flush=True)
+    print(f"patchwarden: listening on http://127.0.0.1:{port}/mcp", file=sys.stderr, flush=True)
+    server = uvicorn.Server(
+        uvicorn.Config(
+            http_app(app, token, port),
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+        )
+    )
+    await server.serve()

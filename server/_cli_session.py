@@ -1,0 +1,283 @@
+"""The session commands of the CLI: ``serve``, the hidden ``scorer`` and ``demo``.
+
+``server/cli.py`` calls :func:`register` at import.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import click
+
+DEMO_CONTRACT = "contract/differential-contract.yaml"
+DEMO_BASE = "base"
+
+
+@dataclass(frozen=True)
+class DemoPatch:
+    name: str
+    """Overlay directory under examples/orders/patches/."""
+    decision: str
+    reasons: frozenset[str]
+    """Reason codes at least one property must give."""
+
+
+DEMO_PATCHES = (
+    DemoPatch("fix", "accept", frozenset({"parent_fail_cleared"})),
+    DemoPatch("regression", "reject", frozenset({"regression"})),
+    DemoPatch("refactor", "propose_freeze", frozenset({"shared_variant_fail"})),
+)
+
+
+def register(group: click.Group) -> None:
+    """Add ``serve``, ``scorer`` and ``demo`` to the ``patchwarden`` group."""
+    from .cli import config_option, one_line_errors
+
+    @group.command("serve")
+    @config_option
+    @click.option(
+        "--repo",
+        type=click.Path(path_type=Path, file_okay=False),
+        help="The repository the agent works on (default: the config's agent.repo).",
+    )
+    @click.option("--base", help="Base commit of the session (default: agent.base, HEAD).")
+    @click.option(
+        "--contract", help="Contract path inside the repository (default: agent.contract)."
+    )
+    @click.option(
+        "--log-dir",
+        type=click.Path(path_type=Path, file_okay=False),
+        help="Evidence bundles and the audit log (default: scorer.log_dir).",
+    )
+    @click.option(
+        "--transport",
+        type=click.Choice(["stdio", "http"]),
+        default="stdio",
+        show_default=True,
+        help="stdio for a local client; http on 127.0.0.1 with a bearer token.",
+    )
+    @one_line_errors
+    def serve_cmd(
+        config_path: Path | None,
+        repo: Path | None,
+        base: str | None,
+        contract: str | None,
+        log_dir: Path | None,
+        transport: str,
+    ) -> None:
+        """Serve an agent session over MCP: a worktree at the base, tools, and a scorer."""
+        from ._app import ServeOptions, run_serve
+
+        with contextlib.suppress(KeyboardInterrupt):
+            run_serve(
+                ServeOptions(
+                    config_path=config_path,
+                    repo=repo,
+                    base=base,
+                    contract=contract,
+                    log_dir=log_dir,
+                    transport="http" if transport == "http" else "stdio",
+                )
+            )
+
+    @group.command("scorer", hidden=True)
+    @config_option
+    @click.option("--repo", type=click.Path(path_type=Path, file_okay=False), required=True)
+    @click.option("--contract", required=True)
+    @click.option("--log-dir", type=click.Path(path_type=Path, file_okay=False), required=True)
+    @one_line_errors
+    def scorer_cmd(config_path: Path | None, repo: Path, contract: str, log_dir: Path) -> None:
+        """The scorer child of `serve`: JSON lines on stdin/stdout (not for interactive use)."""
+        from scorer._process import serve_scorer
+
+        from ._app import default_server_state_dir, hide_secret_dirs
+        from .config import load_config
+
+        config = load_config(config_path)
+        scorer_config = config.scorer.model_copy(update={"log_dir": str(log_dir)})
+        secret = [
+            Path(scorer_config.state_dir).resolve(),
+            log_dir.resolve(),
+            default_server_state_dir().resolve(),
+        ]
+        sandbox = hide_secret_dirs(config.sandbox, secret)
+        sys.exit(serve_scorer(repo, contract, scorer_config, sandbox))
+
+    @group.command("demo")
+    @click.option(
+        "--workdir",
+        type=click.Path(path_type=Path, file_okay=False),
+        help="Where the example repository, state and logs go (default: a new temp dir).",
+    )
+    @one_line_errors
+    def demo_cmd(workdir: Path | None) -> None:
+        """Play a scripted agent against `serve` on the orders example: three patches, three
+        verdicts (accept, reject, propose_freeze). Exit 0 only if all three are as expected."""
+        ok = anyio.run(run_demo, workdir)
+        sys.exit(0 if ok else 1)
+
+
+# -- demo ---------------------------------------------------------------------
+
+
+def _examples_dir() -> Path:
+    from sandbox import ConfigError
+
+    here = Path(__file__).resolve().parents[1] / "examples" / "orders"
+    if not (here / "make_repo.py").is_file():
+        raise ConfigError(
+            "the demo needs a source checkout (examples/orders not found)", where=str(here)
+        )
+    return here
+
+
+def build_demo(workdir: Path) -> tuple[Path, Path, dict[str, str]]:
+    """The example repository and a config; returns (repo, config, env for the server)."""
+    import subprocess
+
+    from sandbox import ConfigError
+
+    examples = _examples_dir()
+    workdir.mkdir(parents=True, exist_ok=True)
+    repo = workdir / "orders"
+    built = subprocess.run(
+        [sys.executable, str(examples / "make_repo.py"), str(repo)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if built.returncode != 0:
+        raise ConfigError(f"make_repo.py failed: {built.stderr.strip()}", where=str(repo))
+    state, logs = workdir / "state", workdir / "logs"
+    config = workdir / "demo-config.yaml"
+    config.write_text(
+        "scorer:\n"
+        f"  state_dir: {json.dumps(str(state / 'scorer'))}\n"
+        f"  log_dir: {json.dumps(str(logs))}\n"
+        "agent:\n"
+        f"  repo: {json.dumps(str(repo))}\n"
+        f"  base: {DEMO_BASE}\n"
+        f"  contract: {DEMO_CONTRACT}\n",
+        encoding="utf-8",
+    )
+    env = {"XDG_STATE_HOME": str(state)}
+    for name in ("LANG", "LC_ALL", "TZ"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    return repo, config, env
+
+
+def server_parameters(config: Path, env: dict[str, str], cwd: Path) -> Any:
+    from mcp import StdioServerParameters
+
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-P", "-c", "from server.cli import main; main()", "serve", "--config", str(config)],
+        env=env,
+        cwd=str(cwd),
+    )
+
+
+def _structured(result: Any, tool: str) -> dict[str, Any]:
+    if result.is_error:
+        text = " ".join(getattr(c, "text", "") for c in result.content)
+        raise RuntimeError(f"{tool} failed: {text}")
+    return dict(result.structured_content or {})
+
+
+def _say(line: str) -> None:
+    click.echo(line)
+
+
+def _verdict_line(name: str, summary: dict[str, Any]) -> str:
+    reasons = ", ".join(f"{r['prop']}={r['reason']}" for r in summary["results"])
+    findings = ", ".join(
+        f"{c['check']}={c['outcome']}" for c in summary["scorecard"] if c["outcome"] != "pass"
+    )
+    counts = " ".join(
+        f"{side}:{c['pass']}/{c['lines']} pass" for side, c in summary["counts"].items()
+    )
+    line = f"  {name:<11} {summary['decision']:<15} {reasons}; rows {counts}"
+    return line + (f"; findings: {findings}" if findings else "")
+
+
+async def run_demo(workdir: Path | None) -> bool:
+    from mcp import Client
+
+    if workdir is None:
+        workdir = Path(tempfile.mkdtemp(prefix="patchwarden-demo-"))
+    workdir = workdir.resolve()
+    repo, config, env = build_demo(workdir)
+    examples = _examples_dir()
+    _say(f"demo: example repository {repo} (base tag '{DEMO_BASE}')")
+    all_ok = True
+    async with Client(server_parameters(config, env, workdir)) as client:
+        contract = _structured(await client.call_tool("get_contract", {}), "get_contract")
+        _say(
+            f"get_contract: {len(contract['properties'])} properties "
+            f"({', '.join(p['id'] for p in contract['properties'])}), "
+            f"{len(contract['seeds'])} seeds, read-only: {', '.join(contract['read_only_paths'])}"
+        )
+        listing = _structured(
+            await client.call_tool("list_files", {"pattern": "*.py"}), "list_files"
+        )
+        _say(f"list_files: {len(listing['entries'])} Python files")
+        overlays = {p.name: _overlay(examples / "patches" / p.name) for p in DEMO_PATCHES}
+        touched = sorted({path for files in overlays.values() for path in files})
+        base_files = {}
+        for path in touched:
+            read = _structured(await client.call_tool("read_file", {"path": path}), "read_file")
+            base_files[path] = read["content"]
+        _say(
+            "read_file: "
+            + ", ".join(f"{p} ({len(c.splitlines())} lines)" for p, c in base_files.items())
+        )
+        run = _structured(await client.call_tool("run_tests", {}), "run_tests")
+        _say(f"run_tests on the base: {run['counts']} in {run['duration_s']:.1f}s")
+        _say("submit_patch:")
+        for patch in DEMO_PATCHES:
+            for path, content in base_files.items():
+                await client.call_tool("write_file", {"path": path, "content": content})
+            for path, content in overlays[patch.name].items():
+                _structured(
+                    await client.call_tool("write_file", {"path": path, "content": content}),
+                    "write_file",
+                )
+            message = (examples / "patches" / patch.name / "message.txt").read_text(
+                encoding="utf-8"
+            )
+            summary = _structured(
+                await client.call_tool("submit_patch", {"message": message}), "submit_patch"
+            )
+            reasons = {r["reason"] for r in summary["results"]}
+            ok = summary["decision"] == patch.decision and patch.reasons <= reasons
+            all_ok &= ok
+            _say(
+                _verdict_line(patch.name, summary)
+                + (
+                    ""
+                    if ok
+                    else f"   <-- expected {patch.decision} with {', '.join(sorted(patch.reasons))}"
+                )
+            )
+            _say(f"  {'':<11} evidence: {workdir / 'logs' / 'verdicts' / summary['verdict_id']}")
+    _say(f"demo: audit log {workdir / 'logs' / 'audit.jsonl'}")
+    _say("demo: " + ("all three verdicts as expected" if all_ok else "UNEXPECTED verdicts"))
+    return all_ok
+
+
+def _overlay(directory: Path) -> dict[str, str]:
+    """Files of a patch overlay (full contents), without its message.txt."""
+    return {
+        path.relative_to(directory).as_posix(): path.read_text(encoding="utf-8")
+        for path in sorted(directory.rglob("*"))
+        if path.is_file() and path.name != "message.txt" and "__pycache__" not in path.parts
+    }
