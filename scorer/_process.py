@@ -6,8 +6,8 @@ to it over the child's private stdin/stdout pipe, one JSON object per line:
     -> {"id": 1, "op": "score", "parent": "<40 hex>", "patch": "<40 hex>"}
     <- {"id": 1, "summary": {"verdict_id": ..., "decision": ..., "results": [...],
                             "scorecard": [...], "counts": {...}}}
-    -> {"id": 2, "op": "freeze", "test_id": "...", "reason": "..."}
-    <- {"id": 2, "freeze": {"status": "rejected", "reason": "..."}}
+    -> {"id": 2, "op": "freeze", "patch": "<40 hex>", "test_id": "...", "reason": "..."}
+    <- {"id": 2, "freeze": {"status": "proposed_for_review" | "rejected", "reason": "..."}}
     <- {"id": ..., "error": "one line"}             on any failure
 
 The first line the scorer writes is ``{"ready": true}`` once its setup holds
@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -35,11 +36,15 @@ from sandbox import SandboxConfig, require_sandbox
 from ._config import ScorerConfig
 from ._contract import Contract, parse_contract
 from ._errors import ContractError, InputError, PatchwardenError
+from ._fixtures import Manifest
+from ._freeze_propose import propose_freeze_record
+from ._quarantine import parse_quarantine_list, quarantine_list_path
 from ._score import ScoreRequest, Verdict, score
 
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 MAX_REQUEST_BYTES = 64 * 1024
-FREEZE_UNAVAILABLE = "freeze procedure not available yet"
+FREEZE_PROPOSED = "freeze record proposed for review; a reviewer decides"
+MAX_FREEZE_REASON_CHARS = 500
 MAX_TEST_ID_CHARS = 1000
 
 
@@ -77,30 +82,35 @@ def read_contract_at(repo: Path, sha: str, contract: str) -> tuple[Contract, str
 
 
 def read_quarantine_at(repo: Path, sha: str, contract: Contract) -> list[str]:
-    """Test ids in the contract's quarantine list at ``sha``; none when it has no list or no file.
+    """Test ids of the quarantine list committed at ``sha`` (SPEC section 7); none without one.
 
-    Format: ``{"tests": [{"test_id": "path::name", ...}, ...]}``.
+    The list is the one ``patchwarden sweep`` writes (scorer/_quarantine.py), at the
+    contract's ``quarantine_list`` or the default path; a list that does not parse is an
+    input error, never an empty quarantine.
     """
-    if not contract.quarantine_list:
-        return []
-    text = _show(repo, sha, contract.quarantine_list)
+    rel = quarantine_list_path(contract)
+    text = _show(repo, sha, rel)
     if text is None:
         return []
-    where = f"{sha[:12]}:{contract.quarantine_list}"
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"quarantine list is not JSON: {exc.msg}", where=f"{where}:{exc.lineno}") from None
-    tests = data.get("tests") if isinstance(data, dict) else None
-    if not isinstance(tests, list):
-        raise InputError('quarantine list must be {"tests": [{"test_id": ...}, ...]}', where=where)
-    ids = []
-    for number, entry in enumerate(tests):
-        test_id = entry.get("test_id") if isinstance(entry, dict) else None
-        if not isinstance(test_id, str) or not test_id:
-            raise InputError(f"tests[{number}] has no test_id", where=where)
-        ids.append(test_id)
-    return ids
+    return parse_quarantine_list(text, f"{sha[:12]}:{rel}").test_ids()
+
+
+def read_only_paths_at(
+    repo: Path, sha: str, contract: Contract, contract_file: str | None
+) -> list[str]:
+    """Every contract path (SPEC section 3) at ``sha``: the contract's own list, the
+    quarantine list's path (also the default one) and the fixtures the manifest names."""
+    paths = [*contract.contract_paths(contract_file), quarantine_list_path(contract)]
+    if contract.fixture_manifest:
+        text = _show(repo, sha, contract.fixture_manifest)
+        if text is not None:
+            where = f"{sha[:12]}:{contract.fixture_manifest}"
+            try:
+                manifest = Manifest.model_validate_json(text)
+            except ValueError as exc:
+                raise InputError(f"fixture manifest is malformed: {exc}", where=where) from None
+            paths += [entry.fixture for entry in manifest.fixtures]
+    return list(dict.fromkeys(paths))
 
 
 def verdict_summary(verdict: Verdict) -> dict[str, Any]:
@@ -162,19 +172,45 @@ class ScorerSession:
         quarantined = read_quarantine_at(self.repo, parent, contract)
         verdict = score(
             ScoreRequest(repo=self.repo, contract=self.contract, parent=parent, patch=patch),
-            self.config, self.sandbox_config, quarantined=quarantined,
+            self.config,
+            self.sandbox_config,
+            quarantined=quarantined,
         )
         return verdict_summary(verdict)
 
     def freeze(self, request: dict[str, Any]) -> dict[str, str]:
-        test_id, reason = request.get("test_id"), request.get("reason")
+        """The five-step freeze procedure (SPEC section 9) for one test of one patch commit.
+
+        Never skips anything: the record, if any, goes to the log directory for a reviewer.
+        """
+        test_id, reason, patch = request.get("test_id"), request.get("reason"), request.get("patch")
         if not isinstance(test_id, str) or not test_id or len(test_id) > MAX_TEST_ID_CHARS:
             raise InputError("test_id must be a pytest node id")
         if not isinstance(reason, str):
             raise InputError("reason must be a string")
-        # Never skips anything: until the five-step procedure of SPEC section 9
-        # runs here, every request is answered with a reject.
-        return {"status": "rejected", "reason": FREEZE_UNAVAILABLE}
+        if not isinstance(patch, str) or not SHA_RE.match(patch):
+            raise InputError("patch must be a full commit id (40 lowercase hex digits)")
+        proposal = propose_freeze_record(
+            self.repo,
+            patch,
+            test_id,
+            self.config,
+            self.sandbox_config,
+            contract=self.contract,
+            reason=reason,
+        )
+        return freeze_summary(proposal.status, proposal.reason, self.config)
+
+
+def freeze_summary(status: str, reason: str, config: ScorerConfig) -> dict[str, str]:
+    """What the agent sees of a freeze proposal: the status and a one-line reason without the
+    reviewers' or the scorer's host paths."""
+    if status == "proposed_for_review":
+        return {"status": status, "reason": FREEZE_PROPOSED}
+    line = reason.splitlines()[0] if reason else "rejected"
+    for directory, name in ((config.log_dir, "<log dir>"), (config.state_dir, "<scorer state>")):
+        line = line.replace(str(Path(directory).resolve()), name).replace(directory, name)
+    return {"status": "rejected", "reason": line[:MAX_FREEZE_REASON_CHARS]}
 
 
 def _write(out: IO[bytes], obj: dict[str, Any]) -> None:
@@ -196,6 +232,9 @@ def serve_scorer(
     Our stdout is the protocol channel: it is moved to a private descriptor
     and fd 1 is pointed at stderr, so a stray print cannot corrupt it.
     """
+    # A terminal's Ctrl-C reaches the whole process group; the server decides when we stop
+    # (it closes our stdin), so an interrupt here would only cut a verdict short.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if stdout is None:
         stdout = os.fdopen(os.dup(1), "wb")
         os.dup2(2, 1)
@@ -235,7 +274,8 @@ def serve_scorer(
             response = session.handle(request)
         except Exception as exc:  # a bug: keep serving, fail this request closed
             traceback.print_exc(file=sys.stderr)
-            response = {"id": request.get("id") if isinstance(request, dict) else None,
-                        "error": f"internal scorer error ({type(exc).__name__})"}
+            response = {
+                "id": request.get("id") if isinstance(request, dict) else None,
+                "error": f"internal scorer error ({type(exc).__name__})",
+            }
         _write(stdout, response)
-

@@ -9,7 +9,7 @@ decide → scorecard → publish the bundle. See docs/design/scoring.md.
 
 from __future__ import annotations
 
-import os
+import importlib.util
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -23,15 +23,14 @@ from sandbox import (
     PropertyRun,
     PropertyTarget,
     SandboxConfig,
-    fetch_commits,
     open_worktree,
     require_sandbox,
     resolve_commit,
     run_properties,
-    scratch_clone,
 )
 
 from ._bundle import BundleWriter, new_verdict_id
+from ._checkout import scorer_clone, state_dir
 from ._config import ScorerConfig
 from ._contract import (
     Contract,
@@ -41,23 +40,31 @@ from ._contract import (
 )
 from ._errors import ContractError, InputError
 from ._fixtures import guard_fixtures, read_manifest
-from ._gate import Decision, GateResult, SkipReason, decide
-from ._hashing import hash_json
+from ._gate import Decision, GateResult, Reason, SkipReason, decide
+from ._quarantine import QuarantineList, quarantine_list_path, read_quarantine_list
 from ._restore import restore_from_parent, tree_entries
 from ._review import review_note
 from ._rows import RunRow, dump_rows
 from ._scorecard import (
     Change,
     Check,
+    SourceChange,
     check_contract_tampered,
     check_differential,
     check_fixture_drifted,
+    check_lines,
     check_oracle_pin,
     check_quarantine,
     check_shadowing,
+    check_spec_review,
+    check_suspicious,
     check_test_tampering,
     final_decision,
+    matches,
+    under,
 )
+from ._tickets import ticket_path as ticket_file
+from ._tickets import write_ticket
 
 TREES = ("parent", "patch")
 
@@ -74,9 +81,13 @@ class Verdict:
     patch_sha: str
     bundle: Path
     review_note: str
+    """What ``score`` prints: the four-line review note (review-note.txt), then one
+    line per scorecard check."""
+    ticket: str | None = None
+    """The freeze ticket id of a propose_freeze verdict (``<log_dir>/tickets/<id>.json``)."""
 
     def to_json(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             **self.gate.to_json(),
             "decision": self.decision,
             "gate_decision": self.gate.decision,
@@ -85,6 +96,9 @@ class Verdict:
             "patch_sha": self.patch_sha,
             "scorecard": [c.model_dump() for c in self.scorecard],
         }
+        if self.ticket is not None:
+            out["ticket"] = self.ticket
+        return out
 
 
 @dataclass(frozen=True)
@@ -94,13 +108,6 @@ class ScoreRequest:
     """Tree-relative path of the contract (read from the parent commit), or a file path."""
     parent: str
     patch: str
-
-
-def _state_dir(config: ScorerConfig) -> Path:
-    state = Path(config.state_dir)
-    state.mkdir(parents=True, exist_ok=True)
-    os.chmod(state, 0o700)
-    return state
 
 
 def _changes(clone: git.Repo, parent: str, patch: str) -> list[Change]:
@@ -228,17 +235,18 @@ def score(
     config: ScorerConfig,
     sandbox_config: SandboxConfig,
     *,
-    quarantined: Sequence[str] = (),
+    quarantined: Sequence[str] | None = None,
 ) -> Verdict:
-    """Score ``request.patch`` against ``request.parent``; write the bundle; return the verdict."""
+    """Score ``request.patch`` against ``request.parent``; write the bundle; return the verdict.
+
+    ``quarantined``: the tests the agent's loop left out; None reads them
+    from the quarantine list in the parent commit.
+    """
     require_sandbox(sandbox_config)
     parent_sha = resolve_commit(request.repo, request.parent)
     patch_sha = resolve_commit(request.repo, request.patch)
-    state = _state_dir(config)
-    clone = scratch_clone(
-        request.repo.resolve(), state / "clones" / hash_json(str(request.repo.resolve()))[7:23]
-    )
-    fetch_commits(clone, request.repo.resolve(), [parent_sha, patch_sha])
+    state = state_dir(config)
+    clone = scorer_clone(request.repo, [parent_sha, patch_sha], config)
     log_dir = Path(config.log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="score-", dir=state))
@@ -271,12 +279,15 @@ def _score_trees(
     patch_sha: str,
     trees: dict[str, Path],
     log_dir: Path,
-    quarantined: Sequence[str],
+    quarantined: Sequence[str] | None,
 ) -> Verdict:
     contract, contract_file = _load_contract(trees["parent"], request)
     if not contract.properties:
         raise ContractError("the contract lists no properties to run", where=request.contract)
-    contract_paths = contract.contract_paths(contract_file)
+    # The quarantine list is a contract path even where the contract names none.
+    contract_paths = list(
+        dict.fromkeys([*contract.contract_paths(contract_file), quarantine_list_path(contract)])
+    )
     changes = _changes(clone, parent_sha, patch_sha)
     restored = restore_from_parent(
         trees["parent"], trees["patch"], contract_paths, config.protected_paths
@@ -315,6 +326,7 @@ def _score_trees(
     }
     verdict_id = new_verdict_id(patch_sha)
     bundle = BundleWriter(log_dir, verdict_id)
+    ticket: str | None = None
     try:
         skip: SkipReason | None = None
         try:
@@ -327,6 +339,11 @@ def _score_trees(
         shadowed = sorted(
             {s for (name, _), run in runs.items() if name == "patch" for s in run.shadowed}
         )
+        sources = _changed_sources(
+            clone, parent_sha, patch_sha, changes, contract_paths, config.protected_paths
+        )
+        fixtures = _fixture_paths(trees["parent"], contract)
+        fixture_changes = [c.path for c in changes if c.path in fixtures]
         scorecard = [
             check_contract_tampered(changes, contract_paths),
             check_fixture_drifted(drifts),
@@ -334,7 +351,9 @@ def _score_trees(
             check_test_tampering(changes, config.protected_paths, config.test_tampering),
             check_shadowing(changes, shadowed),
             check_differential(gate),
-            check_quarantine(quarantined),
+            check_spec_review(gate, sources, fixture_changes),
+            _quarantine_check(trees["parent"], contract, quarantined),
+            check_suspicious(sources, contract.seeds),
         ]
         decision = final_decision(gate.decision, scorecard)
         findings = [
@@ -343,6 +362,16 @@ def _score_trees(
             if c.outcome != "pass" and c.check != "differential"
         ]
         note = review_note(gate, final=decision, findings=findings)
+        if decision == "propose_freeze":
+            ticket = verdict_id
+            write_ticket(
+                log_dir,
+                verdict_id=verdict_id,
+                patch_sha=patch_sha,
+                parent_sha=parent_sha,
+                contract_hash=contract_hash,
+                properties=[r.prop for r in gate.results if r.reason == Reason.SHARED_VARIANT_FAIL],
+            )
         verdict = Verdict(
             verdict_id=verdict_id,
             decision=decision,
@@ -351,7 +380,8 @@ def _score_trees(
             parent_sha=parent_sha,
             patch_sha=patch_sha,
             bundle=bundle.final,
-            review_note=note,
+            review_note=note + check_lines(scorecard),
+            ticket=ticket,
         )
         bundle.write_json("contract.resolved.json", resolved.model_dump(mode="json"))
         bundle.write_json("decision.json", verdict.to_json())
@@ -373,8 +403,73 @@ def _score_trees(
         )
     except BaseException:
         bundle.discard()
+        if ticket is not None:
+            ticket_file(log_dir, ticket).unlink(missing_ok=True)
         raise
     return verdict
+
+
+def _show_text(clone: git.Repo, sha: str, path: str) -> str:
+    """A file's text at ``sha`` as Python would read it (coding cookie honoured)."""
+    raw: bytes = (clone.commit(sha).tree / path).data_stream.read()
+    try:
+        return importlib.util.decode_source(raw)
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        # Python could not import it either; the checks still see what is there.
+        return raw.decode("utf-8", "replace")
+
+
+def _changed_sources(
+    clone: git.Repo,
+    parent_sha: str,
+    patch_sha: str,
+    changes: Sequence[Change],
+    contract_paths: Sequence[str],
+    protected: Sequence[str],
+) -> list[SourceChange]:
+    """The patch's changed non-test Python files (tests are restored from the parent)."""
+    sources = []
+    for change in changes:
+        path = change.path
+        if not path.endswith(".py") or under(path, contract_paths) or matches(path, protected):
+            continue
+        sources.append(
+            SourceChange(
+                path=path,
+                parent=None if change.status == "A" else _show_text(clone, parent_sha, path),
+                patch=None if change.status == "D" else _show_text(clone, patch_sha, path),
+            )
+        )
+    return sources
+
+
+def _fixture_paths(tree: Path, contract: Contract) -> set[str]:
+    """The parent's manifest and its fixtures."""
+    if not contract.fixture_manifest:
+        return set()
+    manifest = tree / contract.fixture_manifest
+    if not manifest.is_file():
+        return {contract.fixture_manifest}
+    return {contract.fixture_manifest, *(e.fixture for e in read_manifest(manifest).fixtures)}
+
+
+def _quarantine_check(
+    parent_tree: Path, contract: Contract, quarantined: Sequence[str] | None
+) -> Check:
+    rel = quarantine_list_path(contract)
+    qlist: QuarantineList | None = None
+    problems = []
+    try:
+        qlist = read_quarantine_list(parent_tree / rel)
+    except InputError as exc:
+        problems.append(f"quarantine list unreadable: {rel}: {exc.message}")
+    left_out = list(quarantined) if quarantined is not None else (qlist.test_ids() if qlist else [])
+    why = {
+        t.test_id: f"failed {t.failures} of {t.runs} sweep runs, quarantined since {t.since}"
+        for t in (qlist.tests if qlist else [])
+    }
+    broken = [t.test_id for t in qlist.broken] if qlist else []
+    return check_quarantine(left_out, why, broken=broken, problems=problems)
 
 
 __all__ = ["InputError", "ScoreRequest", "Verdict", "restore_from_parent", "score"]

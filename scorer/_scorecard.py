@@ -7,13 +7,16 @@ findings travel with the decision.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ._gate import Decision, GateResult
+from ._gate import Decision, GateResult, Reason
+from ._review import _one_line
+from ._spec_review import boundary_changes
+from ._suspicious import new_suspicious
 
 Outcome = Literal["pass", "review", "reject"]
 MACHINERY_NAMES = frozenset(
@@ -37,6 +40,18 @@ class Change(BaseModel):
     status: str
     """git's letter: A added, M modified, D deleted, T type changed."""
     path: str
+
+
+class SourceChange(BaseModel):
+    """A changed non-test Python file: its text in the parent and in the patch."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str
+    parent: str | None
+    """None when the patch adds the file."""
+    patch: str | None
+    """None when the patch deletes the file."""
 
 
 def under(path: str, roots: Iterable[str]) -> bool:
@@ -104,8 +119,59 @@ def check_differential(gate: GateResult) -> Check:
     return Check(check="differential", outcome=outcome, evidence=evidence)
 
 
-def check_quarantine(left_out: Sequence[str]) -> Check:
-    return Check(check="quarantine", outcome="pass", evidence=[f"left out: {t}" for t in left_out])
+def check_quarantine(
+    left_out: Sequence[str],
+    why: Mapping[str, str] | None = None,
+    *,
+    broken: Sequence[str] = (),
+    problems: Sequence[str] = (),
+) -> Check:
+    """Which tests the agent's loop left out and why (never silent).
+
+    ``problems`` (an unreadable quarantine list) make it ``review``: a list
+    nobody can read must not quietly hide tests.
+    """
+    reasons = why or {}
+    evidence = [
+        f"left out: {t} ({reasons[t]})" if t in reasons else f"left out: {t}" for t in left_out
+    ]
+    evidence += [f"broken on the base (failed every sweep run): {t}" for t in broken]
+    evidence += list(problems)
+    return Check(check="quarantine", outcome="review" if problems else "pass", evidence=evidence)
+
+
+def check_suspicious(sources: Sequence[SourceChange], seeds: Sequence[int]) -> Check:
+    """Product code the patch makes reach into the test machinery (review)."""
+    hits = [
+        finding.evidence()
+        for source in sources
+        if source.patch is not None
+        for finding in new_suspicious(source.path, source.parent, source.patch, seeds)
+    ]
+    return Check(check="suspicious", outcome="review" if hits else "pass", evidence=hits)
+
+
+def check_spec_review(
+    gate: GateResult, sources: Sequence[SourceChange], fixture_changes: Sequence[str]
+) -> Check:
+    """A ``parent_fail_cleared`` accept whose patch moves a boundary or a fixture (review).
+
+    The evidence lists every boundary change found, cleared property or not;
+    the outcome is ``review`` only when some property was cleared.
+    """
+    cleared = [r.prop for r in gate.results if r.reason == Reason.PARENT_FAIL_CLEARED]
+    hits = [
+        change.evidence()
+        for source in sources
+        for change in boundary_changes(source.path, source.parent, source.patch)
+    ]
+    hits += [f"fixture changed: {path}" for path in fixture_changes]
+    cleared_line = [f"parent_fail_cleared: {', '.join(cleared)}"] if cleared and hits else []
+    return Check(
+        check="spec_review",
+        outcome="review" if cleared and hits else "pass",
+        evidence=hits + cleared_line,
+    )
 
 
 def final_decision(gate: Decision, checks: Sequence[Check]) -> Decision:
@@ -113,3 +179,16 @@ def final_decision(gate: Decision, checks: Sequence[Check]) -> Decision:
     if any(c.outcome == "reject" for c in checks):
         return "reject"
     return gate
+
+
+def check_lines(checks: Sequence[Check]) -> str:
+    """One line per check for the terminal: name, outcome, the first piece of evidence."""
+    width = max((len(c.check) for c in checks), default=0)
+    lines = []
+    for c in checks:
+        line = f"check {c.check:<{width}}  {c.outcome:<6}"
+        if c.evidence:
+            more = f" (+{len(c.evidence) - 1} more)" if len(c.evidence) > 1 else ""
+            line += f"  {_one_line(c.evidence[0])}{more}"
+        lines.append(line.rstrip())
+    return "".join(line + "\n" for line in lines)

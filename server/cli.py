@@ -188,3 +188,4 @@ def _register_session_commands() -> None:
 
 
 _register_session_commands()
+__import__("server._cli_review", fromlist=["register"]).register(cli)  # server/_cli_review.py

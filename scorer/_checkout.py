@@ -1,0 +1,154 @@
+"""Clean checkouts for the scorer's own pytest runs: sweeps, release checks, freezes.
+
+Every run gets a fresh worktree of one commit, made from the scorer's scratch
+clone in its state directory (the same clone ``score`` uses), so no run sees
+what an earlier run left behind and the user's working tree is never touched.
+Tests run with the agent's profile (the project's own pytest configuration,
+``run_agent_tests``), because the sweep and the freeze procedure judge the
+tests the agent's feedback loop runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import git
+
+from sandbox import (
+    AgentRun,
+    Limits,
+    SandboxConfig,
+    fetch_commits,
+    open_worktree,
+    prepare_writable_tree,
+    run_agent_tests,
+    scratch_clone,
+)
+
+from ._config import ScorerConfig
+from ._contract import Contract, parse_contract
+from ._errors import ContractError, InputError
+from ._hashing import hash_json
+
+AGENT_PYTEST_ARGS = ("-p", "no:cacheprovider", "-v")
+"""What the agent's ``run_tests`` passes before its own selection (server/_tools.py)."""
+
+
+def state_dir(config: ScorerConfig) -> Path:
+    """The scorer's state directory, created with mode 0700."""
+    state = Path(config.state_dir)
+    state.mkdir(parents=True, exist_ok=True)
+    os.chmod(state, 0o700)
+    return state
+
+
+def repo_key(repo: Path) -> str:
+    """A short stable name for a repository in the state directory."""
+    return hash_json(str(repo.resolve()))[7:23]
+
+
+def scorer_clone(repo: Path, shas: Sequence[str], config: ScorerConfig) -> git.Repo:
+    """The scorer's bare clone of ``repo``, holding every commit in ``shas``."""
+    source = repo.resolve()
+    clone = scratch_clone(source, state_dir(config) / "clones" / repo_key(source))
+    fetch_commits(clone, source, list(shas))
+    return clone
+
+
+@contextlib.contextmanager
+def clean_checkout(clone: git.Repo, sha: str, config: ScorerConfig) -> Iterator[Path]:
+    """A fresh worktree of ``sha`` in the state directory, removed on exit."""
+    work = Path(tempfile.mkdtemp(prefix="checkout-", dir=state_dir(config)))
+    try:
+        with open_worktree(clone, sha, work / "tree") as tree:
+            yield tree
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run_pytest_once(
+    clone: git.Repo,
+    sha: str,
+    pytest_args: Sequence[str],
+    seed: int,
+    config: ScorerConfig,
+    sandbox_config: SandboxConfig,
+    *,
+    contract_paths: Sequence[str] = (),
+    limits: Limits | None = None,
+    prepare: Callable[[Path], None] | None = None,
+) -> AgentRun:
+    """One sandboxed pytest process (agent profile) on a fresh checkout of ``sha``.
+
+    ``prepare`` may change the checkout before the run (e.g. put a frozen
+    fixture in place); it runs before the tree is handed to the sandbox uid.
+    """
+    with clean_checkout(clone, sha, config) as tree:
+        if prepare is not None:
+            prepare(tree)
+        prepare_writable_tree(tree, sandbox_config)
+        return run_agent_tests(
+            tree,
+            [*AGENT_PYTEST_ARGS, *pytest_args],
+            seed,
+            sandbox_config,
+            contract_paths=contract_paths,
+            limits=limits,
+        )
+
+
+def resolve_parent(repo: Path, sha: str) -> str | None:
+    """The first parent of ``sha``, or None (a root commit, or one a shallow clone cut off).
+
+    Asked of git itself, which honours the shallow boundary; the commit object
+    would still name a parent that is not there.
+    """
+    try:
+        out = git.Repo(repo).git.rev_parse("--verify", "--quiet", f"{sha}^1^{{commit}}")
+    except git.GitCommandError:
+        return None
+    parent = str(out).strip()
+    return parent or None
+
+
+def show_file(repo: Path, sha: str, path: str) -> bytes | None:
+    """The bytes of ``path`` at commit ``sha``, or None when the commit does not hold it."""
+    try:
+        blob = git.Repo(repo).commit(sha).tree / path
+    except (KeyError, ValueError, git.BadName, git.GitCommandError):
+        return None
+    if blob.type != "blob":
+        return None
+    data: bytes = blob.data_stream.read()
+    return data
+
+
+def contract_at(repo: Path, sha: str, contract: str) -> tuple[Contract, str]:
+    """The contract committed at ``sha`` and its tree path."""
+    rel = Path(contract)
+    if rel.is_absolute() or ".." in rel.parts:
+        raise ContractError("the contract must be a path inside the repository", where=contract)
+    data = show_file(repo, sha, rel.as_posix())
+    if data is None:
+        raise ContractError(f"contract not found in commit {sha[:12]}", where=contract)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ContractError("contract is not UTF-8 text", where=contract) from None
+    return parse_contract(text, f"{sha[:12]}:{rel.as_posix()}"), rel.as_posix()
+
+
+def working_tree(repo: Path) -> Path:
+    """The top of ``repo``'s working tree (where operator-reviewed files are written)."""
+    try:
+        top = git.Repo(repo, search_parent_directories=False).working_tree_dir
+    except (git.NoSuchPathError, git.InvalidGitRepositoryError):
+        raise InputError("not a git repository", where=str(repo)) from None
+    if top is None:
+        raise InputError("a bare repository has no working tree to write to", where=str(repo))
+    return Path(top).resolve()

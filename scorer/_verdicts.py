@@ -1,0 +1,114 @@
+"""Reading the reviewers' log directory: the verdict index and one verdict's bundle.
+
+The writer is :mod:`scorer._bundle`; this module only reads, for
+``patchwarden verdicts list|show``. A malformed line or file is an input
+error naming the file and line, never a silently shorter list.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ._bundle import INDEX, VERDICTS_DIR
+from ._errors import InputError
+from ._tickets import Ticket, read_ticket, ticket_path
+
+NOTE_FILE = "review-note.txt"
+
+
+def read_index(log_dir: Path) -> list[dict[str, Any]]:
+    """Every line of ``verdicts.jsonl``, oldest first; none when there is no index."""
+    path = log_dir / INDEX
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read the verdict index: {exc}", where=str(path)) from None
+    entries = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            raise InputError("not a JSON object", where=f"{path}:{number}") from None
+        if not isinstance(entry, dict) or not isinstance(entry.get("verdict_id"), str):
+            raise InputError("index line without a verdict_id", where=f"{path}:{number}")
+        entries.append(entry)
+    return entries
+
+
+@dataclass(frozen=True)
+class VerdictBundle:
+    """One verdict's evidence, as written under ``verdicts/<id>/``."""
+
+    verdict_id: str
+    path: Path
+    decision: dict[str, Any]
+    scorecard: list[dict[str, Any]]
+    note: list[str]
+    files: list[str]
+    ticket: Ticket | None
+    ticket_file: Path | None
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError("missing from the bundle", where=str(path)) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON: {exc.msg}", where=f"{path}:{exc.lineno}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read: {exc}", where=str(path)) from None
+
+
+def resolve_verdict_id(log_dir: Path, wanted: str) -> str:
+    """The verdict id ``wanted`` names: itself, or the one verdict it is a prefix of."""
+    root = log_dir / VERDICTS_DIR
+    if not wanted or "/" in wanted or wanted.startswith("."):
+        raise InputError(f"not a verdict id: {wanted!r}")
+    if (root / wanted).is_dir():
+        return wanted
+    known = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    matches = [name for name in known if not name.startswith(".") and name.startswith(wanted)]
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise InputError(f"{wanted!r} names {len(matches)} verdicts; give more of the id")
+    raise InputError(f"no verdict {wanted!r}", where=str(root))
+
+
+def load_verdict(log_dir: Path, wanted: str) -> VerdictBundle:
+    verdict_id = resolve_verdict_id(log_dir, wanted)
+    path = log_dir / VERDICTS_DIR / verdict_id
+    decision = _read_json(path / "decision.json")
+    scorecard = _read_json(path / "scorecard.json")
+    if not isinstance(decision, dict) or not isinstance(scorecard, list):
+        raise InputError("decision.json or scorecard.json has the wrong shape", where=str(path))
+    try:
+        note = (path / NOTE_FILE).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read the review note: {exc}", where=str(path)) from None
+    files = sorted(p.relative_to(path).as_posix() for p in path.rglob("*") if p.is_file())
+    ticket_id = decision.get("ticket")
+    ticket: Ticket | None = None
+    ticket_at: Path | None = None
+    if isinstance(ticket_id, str):
+        ticket_at = ticket_path(log_dir, ticket_id)
+        # An expired ticket is deleted by ``freeze expire``: gone is an answer, not an error.
+        ticket = read_ticket(log_dir, ticket_id) if ticket_at.is_file() else None
+    return VerdictBundle(
+        verdict_id=verdict_id,
+        path=path,
+        decision=decision,
+        scorecard=[c for c in scorecard if isinstance(c, dict)],
+        note=note,
+        files=files,
+        ticket=ticket,
+        ticket_file=ticket_at,
+    )
