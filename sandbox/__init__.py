@@ -24,7 +24,9 @@ from ._launch import (
     ProcessResult,
     build_bwrap_argv,
     launch,
+    mounted_host_paths,
     prepare_writable_tree,
+    python_runtime,
     tree_path_inside,
 )
 from ._pytest_runner import (
@@ -63,10 +65,12 @@ __all__ = [
     "describe_validation_error",
     "fetch_commits",
     "launch",
+    "mounted_host_paths",
     "open_worktree",
     "parent_of",
     "parse_sandbox_config",
     "prepare_writable_tree",
+    "python_runtime",
     "require_sandbox",
     "resolve_commit",
     "run_agent_tests",

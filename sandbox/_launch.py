@@ -178,6 +178,21 @@ def run_unchecked(
     return _run_bubblewrap(spec, config, limits, cancel, on_output)
 
 
+def mounted_host_paths(config: SandboxConfig) -> list[str]:
+    """Every host path a sandboxed run can see besides its tree (system dirs,
+    the Python runtime with bubblewrap, the operator's extra mounts)."""
+    paths = [
+        *SYSTEM_DIRS,
+        *OPTIONAL_SYSTEM_DIRS,
+        *config.pythonpath,
+        *config.readonly_paths,
+        *config.writable_paths,
+    ]
+    if config.backend == "bubblewrap":
+        paths += python_runtime(config).mounts
+    return list(dict.fromkeys(paths))
+
+
 def tree_path_inside(spec_tree: Path, config: SandboxConfig) -> str:
     """Where the tree is seen by the sandboxed command."""
     return TREE_MOUNT if config.backend == "bubblewrap" else str(spec_tree)

@@ -31,8 +31,9 @@ from sandbox import (
 )
 
 from ._config import ScorerConfig
-from ._contract import Contract, parse_contract
+from ._contract import Contract, load_contract, parse_contract
 from ._errors import ContractError, InputError
+from ._fixtures import Manifest
 from ._hashing import hash_json
 
 AGENT_PYTEST_ARGS = ("-p", "no:cacheprovider", "-v")
@@ -152,3 +153,31 @@ def working_tree(repo: Path) -> Path:
     if top is None:
         raise InputError("a bare repository has no working tree to write to", where=str(repo))
     return Path(top).resolve()
+
+
+def read_contract_at(repo: Path, sha: str, contract: str) -> tuple[Contract, str | None]:
+    """The contract as committed at ``sha`` (with its tree path), else an operator's file
+    on disk (tree path None)."""
+    try:
+        return contract_at(repo, sha, contract)
+    except ContractError:
+        if not Path(contract).is_file():
+            raise
+    return load_contract(Path(contract)), None
+
+
+def read_only_paths_at(
+    repo: Path, sha: str, contract: Contract, contract_file: str | None
+) -> list[str]:
+    """Every contract path (SPEC section 3) at ``sha``, the manifest's fixtures included."""
+    fixtures: list[str] = []
+    if contract.fixture_manifest:
+        data = show_file(repo, sha, contract.fixture_manifest)
+        if data is not None:
+            where = f"{sha[:12]}:{contract.fixture_manifest}"
+            try:
+                manifest = Manifest.model_validate_json(data)
+            except ValueError as exc:
+                raise InputError(f"fixture manifest is malformed: {exc}", where=where) from None
+            fixtures = [entry.fixture for entry in manifest.fixtures]
+    return contract.contract_paths(contract_file, fixtures=fixtures)

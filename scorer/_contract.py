@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from ._hashing import files_under, hash_json, hash_pairs, sha256_bytes
 
 DEFAULT_CONTRACT_PATH = "contract/differential-contract.yaml"
 FREEZE_DIR = ".freeze"
+DEFAULT_QUARANTINE_LIST = "contract/quarantine.json"
 
 
 class Property(BaseModel):
@@ -94,16 +96,22 @@ class Contract(BaseModel):
     def property_ids(self) -> list[str]:
         return [p.id for p in self.properties]
 
-    def contract_paths(self, contract_file: str | None) -> list[str]:
-        """Every path an agent may not change (SPEC section 3), tree-relative."""
-        paths = [*self.spec_paths, FREEZE_DIR]
+    def quarantine_list_path(self) -> str:
+        """Tree-relative path of the quarantine list (a contract path even when unset)."""
+        return self.quarantine_list or DEFAULT_QUARANTINE_LIST
+
+    def contract_paths(self, contract_file: str | None, fixtures: Sequence[str] = ()) -> list[str]:
+        """Every path an agent may not change (SPEC section 3), tree-relative.
+
+        ``fixtures`` are the files the manifest names (read from a tree by
+        :func:`manifest_fixtures`): they are contract paths too.
+        """
+        paths = [*self.spec_paths, FREEZE_DIR, self.quarantine_list_path()]
         if contract_file:
             paths.insert(0, contract_file)
         if self.fixture_manifest:
             paths.append(self.fixture_manifest)
-        if self.quarantine_list:
-            paths.append(self.quarantine_list)
-        return list(dict.fromkeys(paths))
+        return list(dict.fromkeys([*paths, *fixtures]))
 
 
 def _parse_text(text: str, where: str) -> Any:
@@ -194,3 +202,10 @@ def compute_fixture_closure_hash(tree: Path, contract: Contract) -> str:
         actual = sha256_bytes(path.read_bytes()) if path.is_file() else "missing"
         pairs.append((entry.fixture, actual.encode()))
     return hash_pairs(pairs)
+
+
+def manifest_fixtures(tree: Path, contract: Contract) -> list[str]:
+    """The fixture paths the contract's manifest names in ``tree`` (none if no manifest)."""
+    if not contract.fixture_manifest or not (tree / contract.fixture_manifest).is_file():
+        return []
+    return [entry.fixture for entry in read_manifest(tree / contract.fixture_manifest).fixtures]

@@ -38,6 +38,7 @@ from sandbox import AgentRun, SandboxConfig, resolve_commit
 from ._checkout import (
     clean_checkout,
     contract_at,
+    read_only_paths_at,
     resolve_parent,
     run_pytest_once,
     scorer_clone,
@@ -59,7 +60,7 @@ from ._freeze import (
     node_id_problem,
 )
 from ._hashing import sha256_bytes, sha256_file
-from ._quarantine import quarantine_list_path, utc_stamp, write_json_atomic
+from ._quarantine import utc_stamp, write_json_atomic
 from ._restore import restore_from_parent
 
 Status = Literal["proposed_for_review", "rejected"]
@@ -322,8 +323,7 @@ def _load_contract(
             found, rel = contract_at(repo, sha, name)
         except ContractError:
             continue
-        paths = [*found.contract_paths(rel), quarantine_list_path(found)]
-        return found, list(dict.fromkeys(paths))
+        return found, read_only_paths_at(repo, sha, found, rel)
     if contract is not None:
         raise ContractError("contract not found at HEAD^ nor at HEAD", where=contract)
     return None, [FREEZE_DIR]

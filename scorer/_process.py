@@ -33,12 +33,11 @@ import git
 
 from sandbox import SandboxConfig, require_sandbox
 
+from ._checkout import read_contract_at
 from ._config import ScorerConfig
-from ._contract import Contract, parse_contract
-from ._errors import ContractError, InputError, PatchwardenError
-from ._fixtures import Manifest
+from ._errors import InputError, PatchwardenError
 from ._freeze_propose import propose_freeze_record
-from ._quarantine import parse_quarantine_list, quarantine_list_path
+from ._quarantine import read_quarantine_at
 from ._score import ScoreRequest, Verdict, score
 
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
@@ -54,63 +53,6 @@ def state_dir_ready(config: ScorerConfig) -> Path:
     state.mkdir(parents=True, exist_ok=True)
     os.chmod(state, 0o700)
     return state
-
-
-def _show(repo: Path, sha: str, path: str) -> str | None:
-    """File ``path`` at commit ``sha``, or None when the commit does not hold it."""
-    try:
-        return str(git.Repo(repo).git.show(f"{sha}:{path}", strip_newline_in_stdout=False))
-    except git.GitCommandError:
-        return None
-
-
-def read_contract_at(repo: Path, sha: str, contract: str) -> tuple[Contract, str | None]:
-    """The contract as committed at ``sha`` (tree path, returned too), else a file on disk."""
-    rel = Path(contract)
-    if not rel.is_absolute() and ".." not in rel.parts:
-        text = _show(repo, sha, rel.as_posix())
-        if text is not None:
-            return parse_contract(text, f"{sha[:12]}:{rel.as_posix()}"), rel.as_posix()
-    outside = Path(contract)
-    if outside.is_file():
-        try:
-            text = outside.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ContractError(f"cannot read contract: {exc}", where=contract) from None
-        return parse_contract(text, contract), None
-    raise ContractError(f"contract not found in commit {sha[:12]} nor on disk", where=contract)
-
-
-def read_quarantine_at(repo: Path, sha: str, contract: Contract) -> list[str]:
-    """Test ids of the quarantine list committed at ``sha`` (SPEC section 7); none without one.
-
-    The list is the one ``patchwarden sweep`` writes (scorer/_quarantine.py), at the
-    contract's ``quarantine_list`` or the default path; a list that does not parse is an
-    input error, never an empty quarantine.
-    """
-    rel = quarantine_list_path(contract)
-    text = _show(repo, sha, rel)
-    if text is None:
-        return []
-    return parse_quarantine_list(text, f"{sha[:12]}:{rel}").test_ids()
-
-
-def read_only_paths_at(
-    repo: Path, sha: str, contract: Contract, contract_file: str | None
-) -> list[str]:
-    """Every contract path (SPEC section 3) at ``sha``: the contract's own list, the
-    quarantine list's path (also the default one) and the fixtures the manifest names."""
-    paths = [*contract.contract_paths(contract_file), quarantine_list_path(contract)]
-    if contract.fixture_manifest:
-        text = _show(repo, sha, contract.fixture_manifest)
-        if text is not None:
-            where = f"{sha[:12]}:{contract.fixture_manifest}"
-            try:
-                manifest = Manifest.model_validate_json(text)
-            except ValueError as exc:
-                raise InputError(f"fixture manifest is malformed: {exc}", where=where) from None
-            paths += [entry.fixture for entry in manifest.fixtures]
-    return list(dict.fromkeys(paths))
 
 
 def verdict_summary(verdict: Verdict) -> dict[str, Any]:

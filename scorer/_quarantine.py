@@ -30,12 +30,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sandbox import AgentRun, SandboxConfig, resolve_commit
 
-from ._checkout import contract_at, run_pytest_once, scorer_clone, working_tree
+from ._checkout import contract_at, run_pytest_once, scorer_clone, show_file, working_tree
 from ._config import ScorerConfig
 from ._contract import DEFAULT_CONTRACT_PATH, Contract
 from ._errors import InputError
 
-DEFAULT_QUARANTINE_LIST = "contract/quarantine.json"
 RELEASE_RUNS = 10
 """Consecutive clean runs a quarantined test needs before it returns (SPEC section 7)."""
 MACHINE_ID_FILES = ("/etc/machine-id", "/var/lib/dbus/machine-id")
@@ -128,7 +127,7 @@ class Tally:
 
 def quarantine_list_path(contract: Contract) -> str:
     """Tree-relative path of the contract's quarantine list (a contract path)."""
-    return contract.quarantine_list or DEFAULT_QUARANTINE_LIST
+    return contract.quarantine_list_path()
 
 
 def read_quarantine_list(path: Path) -> QuarantineList | None:
@@ -330,3 +329,15 @@ def release_check(
         )
     write_quarantine_list(list_path, updated)
     return check
+
+
+def read_quarantine_at(repo: Path, sha: str, contract: Contract) -> list[str]:
+    """Test ids of the quarantine list committed at ``sha``; none without one.
+
+    A list that does not parse is an input error, never an empty quarantine.
+    """
+    rel = quarantine_list_path(contract)
+    data = show_file(repo, sha, rel)
+    if data is None:
+        return []
+    return parse_quarantine_list(data.decode("utf-8", "replace"), f"{sha[:12]}:{rel}").test_ids()

@@ -37,6 +37,7 @@ from ._contract import (
     compute_fixture_closure_hash,
     compute_spec_hash,
     load_contract,
+    manifest_fixtures,
 )
 from ._errors import ContractError, InputError
 from ._fixtures import guard_fixtures, read_manifest
@@ -46,6 +47,7 @@ from ._restore import restore_from_parent, tree_entries
 from ._review import review_note
 from ._rows import RunRow, dump_rows
 from ._scorecard import (
+    PYPROJECT,
     Change,
     Check,
     SourceChange,
@@ -127,6 +129,13 @@ def _load_contract(tree: Path, request: ScoreRequest) -> tuple[Contract, str | N
     raise ContractError(
         "contract not found in the parent commit nor on disk", where=request.contract
     )
+
+
+def _read_text(tree: Path, rel: str) -> str | None:
+    path = tree / rel
+    if path.is_symlink() or not path.is_file():
+        return None
+    return path.read_text(encoding="utf-8", errors="replace")
 
 
 def _snapshot(tree: Path) -> dict[str, tuple[int, int]]:
@@ -284,9 +293,8 @@ def _score_trees(
     contract, contract_file = _load_contract(trees["parent"], request)
     if not contract.properties:
         raise ContractError("the contract lists no properties to run", where=request.contract)
-    # The quarantine list is a contract path even where the contract names none.
-    contract_paths = list(
-        dict.fromkeys([*contract.contract_paths(contract_file), quarantine_list_path(contract)])
+    contract_paths = contract.contract_paths(
+        contract_file, fixtures=manifest_fixtures(trees["parent"], contract)
     )
     changes = _changes(clone, parent_sha, patch_sha)
     restored = restore_from_parent(
@@ -348,7 +356,15 @@ def _score_trees(
             check_contract_tampered(changes, contract_paths),
             check_fixture_drifted(drifts),
             check_oracle_pin(changes, oracle_files),
-            check_test_tampering(changes, config.protected_paths, config.test_tampering),
+            check_test_tampering(
+                changes,
+                config.protected_paths,
+                config.test_tampering,
+                pyproject=(
+                    _read_text(trees["parent"], PYPROJECT),
+                    _read_text(trees["patch"], PYPROJECT),
+                ),
+            ),
             check_shadowing(changes, shadowed),
             check_differential(gate),
             check_spec_review(gate, sources, fixture_changes),

@@ -7,6 +7,7 @@ findings travel with the decision.
 from __future__ import annotations
 
 import fnmatch
+import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Literal
@@ -80,10 +81,31 @@ def check_oracle_pin(changes: Sequence[Change], oracle_files: Sequence[str]) -> 
     return Check(check="oracle_pin", outcome="reject" if hits else "pass", evidence=hits)
 
 
+PYPROJECT = "pyproject.toml"
+
+
+def pytest_section(text: str | None) -> object:
+    """pyproject's ``[tool.pytest*]`` tables; a file that does not parse counts as changed."""
+    if text is None:
+        return None
+    try:
+        tool = tomllib.loads(text).get("tool", {})
+    except tomllib.TOMLDecodeError:
+        return ("unparsable", text)
+    return {key: value for key, value in tool.items() if key.startswith("pytest")}
+
+
 def check_test_tampering(
-    changes: Sequence[Change], protected: Sequence[str], severity: Outcome
+    changes: Sequence[Change],
+    protected: Sequence[str],
+    severity: Outcome,
+    pyproject: tuple[str | None, str | None] = (None, None),
 ) -> Check:
+    """Protected paths the patch changes, and pyproject.toml's pytest section
+    (``pyproject`` is the file's text in the parent and in the patch)."""
     hits = [f"{c.status} {c.path}" for c in changes if matches(c.path, protected)]
+    if pytest_section(pyproject[0]) != pytest_section(pyproject[1]):
+        hits.append(f"M {PYPROJECT} [tool.pytest]")
     return Check(check="test_tampering", outcome=severity if hits else "pass", evidence=hits)
 
 

@@ -25,11 +25,21 @@ import anyio.abc
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 
-from sandbox import ConfigError, ContractError, SandboxConfig, require_sandbox, resolve_commit
-from sandbox._launch import OPTIONAL_SYSTEM_DIRS, SYSTEM_DIRS, python_runtime
-from scorer import Contract
-from scorer._process import read_contract_at, read_only_paths_at, read_quarantine_at
-from scorer._sweep import base_is_broken
+from sandbox import (
+    ConfigError,
+    ContractError,
+    SandboxConfig,
+    mounted_host_paths,
+    require_sandbox,
+    resolve_commit,
+)
+from scorer import (
+    Contract,
+    base_is_broken,
+    read_contract_at,
+    read_only_paths_at,
+    read_quarantine_at,
+)
 
 from ._audit import AuditLog, AuditMiddleware
 from ._paths import PathPolicy
@@ -114,18 +124,7 @@ def hide_secret_dirs(config: SandboxConfig, secret_dirs: Sequence[Path]) -> Sand
     would show (system, interpreter or operator paths) covered; used for the agent's runs
     and the scorer's. A directory no mount shows is left alone: covering it would create its
     path inside the sandbox."""
-    mounted = [
-        Path(p)
-        for p in (
-            *SYSTEM_DIRS,
-            *OPTIONAL_SYSTEM_DIRS,
-            *config.pythonpath,
-            *config.readonly_paths,
-            *config.writable_paths,
-        )
-    ]
-    if config.backend == "bubblewrap":
-        mounted += [Path(p) for p in python_runtime(config).mounts]
+    mounted = [Path(p) for p in mounted_host_paths(config)]
     hidden = [str(d) for d in secret_dirs if any(_within(d, m) for m in mounted)]
     if not hidden:
         return config

@@ -22,8 +22,12 @@ import click
 import git
 
 from sandbox import AgentRun, PatchwardenError
+
+# Details of the review side that the facade does not need to carry.
 from scorer import (
     DEFAULT_CONTRACT_PATH,
+    DEFAULT_RECORD,
+    DEFAULT_SWEEP_RUNS,
     RELEASE_RUNS,
     InputError,
     Manifest,
@@ -36,20 +40,16 @@ from scorer import (
     list_tickets,
     load_contract,
     load_verdict,
+    parse_expiry,
     pin_fixtures,
     propose_freeze,
     read_index,
     read_manifest,
     release_check,
     sweep,
+    working_tree,
+    write_json_atomic,
 )
-
-# Details of the review side that the facade does not need to carry.
-from scorer._checkout import working_tree
-from scorer._freeze import DEFAULT_RECORD
-from scorer._quarantine import write_json_atomic
-from scorer._sweep import DEFAULT_SWEEP_RUNS
-from scorer._tickets import parse_expiry
 
 from .config import OperatorConfig, load_config
 

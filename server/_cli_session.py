@@ -96,7 +96,7 @@ def register(group: click.Group) -> None:
     @one_line_errors
     def scorer_cmd(config_path: Path | None, repo: Path, contract: str, log_dir: Path) -> None:
         """The scorer child of `serve`: JSON lines on stdin/stdout (not for interactive use)."""
-        from scorer._process import serve_scorer
+        from scorer import serve_scorer
 
         from ._app import default_server_state_dir, hide_secret_dirs
         from .config import load_config

@@ -357,8 +357,20 @@ def test_contract_paths_lists_every_protected_path() -> None:
 
 def test_contract_paths_minimal() -> None:
     contract = parse_contract('{"seeds": [1]}', "c.json")
-    assert contract.contract_paths(None) == [".freeze"]
-    assert set(contract.contract_paths("contract/c.json")) == {"contract/c.json", ".freeze"}
+    # the quarantine list is a contract path even when the contract names none
+    assert contract.contract_paths(None) == [".freeze", "contract/quarantine.json"]
+    assert set(contract.contract_paths("contract/c.json")) == {
+        "contract/c.json",
+        ".freeze",
+        "contract/quarantine.json",
+    }
+
+
+def test_contract_paths_include_the_manifest_fixtures() -> None:
+    contract = parse_contract(SPEC_EXAMPLE, "c.yaml")
+    paths = contract.contract_paths(DEFAULT_CONTRACT_PATH, fixtures=["tests/fixtures/a.json"])
+    assert paths[-1] == "tests/fixtures/a.json"
+    assert "tests/fixtures/manifest.json" in paths
 
 
 def test_contract_paths_no_duplicates() -> None:
@@ -374,7 +386,7 @@ def test_contract_paths_no_duplicates() -> None:
     )
     paths = contract.contract_paths("c.json")
     assert len(paths) == len(set(paths))
-    assert set(paths) == {"c.json", "tests/properties", ".freeze"}
+    assert set(paths) == {"c.json", "tests/properties", ".freeze", "contract/quarantine.json"}
 
 
 def test_two_properties_cannot_share_one_test() -> None:

@@ -328,3 +328,27 @@ def test_the_scorer_facade_matches_its_modules() -> None:
     assert scorer.__all__ == sorted(scorer.__all__, key=lambda n: (not n.isupper(), n))
     for name in scorer.__all__:
         assert hasattr(scorer, name), name
+
+
+PYPROJECT_BASE = '[project]\nname = "x"\n\n[tool.pytest.ini_options]\ntestpaths = ["tests"]\n'
+
+
+@pytest.mark.parametrize(
+    ("patch_text", "outcome", "evidence"),
+    [
+        (PYPROJECT_BASE, "pass", []),
+        (PYPROJECT_BASE.replace('name = "x"', 'name = "y"'), "pass", []),
+        (PYPROJECT_BASE + 'addopts = "-p no:hypothesis"\n', "review",
+         ["M pyproject.toml [tool.pytest]"]),
+        (PYPROJECT_BASE.replace("[tool.pytest.ini_options]", "[tool.pytest_x]"), "review",
+         ["M pyproject.toml [tool.pytest]"]),
+        ("[[[ not toml", "review", ["M pyproject.toml [tool.pytest]"]),
+    ],
+)
+def test_pyproject_pytest_section_is_protected(
+    patch_text: str, outcome: str, evidence: list[str]
+) -> None:
+    from scorer._scorecard import check_test_tampering
+
+    check = check_test_tampering([], ["tests/**"], "review", pyproject=(PYPROJECT_BASE, patch_text))
+    assert (check.outcome, check.evidence) == (outcome, evidence)

@@ -16,15 +16,20 @@ import git
 import pytest
 
 from sandbox import SandboxError
-from scorer import Check, GateResult, InputError, PropertyResult, ScorerConfig, SideCounts, Verdict
-from scorer._process import (
-    FREEZE_PROPOSED,
-    freeze_summary,
+from scorer import (
+    Check,
+    GateResult,
+    InputError,
+    PropertyResult,
+    ScorerConfig,
+    SideCounts,
+    Verdict,
     read_contract_at,
     read_only_paths_at,
     read_quarantine_at,
     verdict_summary,
 )
+from scorer._process import FREEZE_PROPOSED, freeze_summary
 from server._audit import elide_arguments
 from server._scorer_client import ScorerGone, scorer_argv, start_scorer
 
@@ -154,8 +159,8 @@ def test_contract_without_quarantine_list(example_repo: Path) -> None:
         CONTRACT,
         "tests/properties",
         ".freeze",
-        "tests/fixtures/manifest.json",
         "contract/quarantine.json",
+        "tests/fixtures/manifest.json",
         "tests/fixtures/orders.json",
     ]
 
