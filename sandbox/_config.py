@@ -54,6 +54,10 @@ class Limits(BaseModel):
     output_bytes: PositiveInt = 1_000_000
     """Bytes of stdout and of stderr kept each; the rest is read and discarded."""
 
+    tmpfs_mb: PositiveInt = 512
+    """Size of the private /tmp and of $HOME inside the sandbox, each, in MiB (they live
+    in the host's memory, so a run cannot fill it)."""
+
 
 class SandboxConfig(BaseModel):
     """How processes started for the agent and the scorer are isolated."""

@@ -238,7 +238,7 @@ def build_bwrap_argv(
     argv += ["--clearenv"]
     for name, value in env.items():
         argv += ["--setenv", name, value]
-    argv += _system_mount_args()
+    argv += _system_mount_args((spec.limits or config.limits).tmpfs_mb)
     argv += _runtime_mount_args(runtime, tree)
     argv += _operator_mount_args(config)
     argv += _tree_mount_args(spec, tree)
@@ -276,7 +276,7 @@ def _uid_drop_args(config: SandboxConfig) -> list[str]:
     ]
 
 
-def _system_mount_args() -> list[str]:
+def _system_mount_args(tmpfs_mb: int) -> list[str]:
     args: list[str] = []
     for path in SYSTEM_DIRS:
         args += ["--ro-bind", path, path]
@@ -285,8 +285,9 @@ def _system_mount_args() -> list[str]:
     args += ["--proc", "/proc", "--dev", "/dev"]
     # Sticky and world-writable like a real /tmp: when bubblewrap runs as root these tmpfs
     # belong to root, and the command runs as the sandbox uid.
-    args += ["--perms", "1777", "--tmpfs", "/tmp"]
-    args += [*_parent_dir_args(SANDBOX_HOME), "--perms", "1777", "--tmpfs", SANDBOX_HOME]
+    size = ["--size", str(tmpfs_mb * 1024 * 1024)]
+    args += ["--perms", "1777", *size, "--tmpfs", "/tmp"]
+    args += [*_parent_dir_args(SANDBOX_HOME), "--perms", "1777", *size, "--tmpfs", SANDBOX_HOME]
     return args
 
 

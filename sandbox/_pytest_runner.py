@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +22,8 @@ from ._launch import LaunchSpec, ProcessResult, launch, python_runtime
 
 REPORTER_SOURCE = (Path(__file__).with_name("_reporter.py")).read_text(encoding="utf-8")
 SENTINEL = "__patchwarden_sentinel__"
-CHANNEL_FD = 3  # first descriptor after stdio; the reporter moves it at once
+CHANNEL_READ_BYTES = 65536
+CHANNEL_MAX_BYTES = 16 * 1024 * 1024  # far above any honest run's records; bounds a flood
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,8 @@ class PropertyRecord:
     status: str
     witness: str
     duration_s: float
+    settings: str = ""
+    """The Hypothesis settings the property's test ran with (empty if none)."""
 
 
 @dataclass(frozen=True)
@@ -103,9 +105,27 @@ def _run_reporter(
     cancel: threading.Event | None = None,
     on_output: Callable[[bytes], None] | None = None,
 ) -> tuple[list[dict[str, Any]], list[str], ProcessResult]:
-    """Launch the reporter and return its channel's objects, problems, process."""
-    with tempfile.TemporaryFile(mode="w+b") as channel:
-        os.set_inheritable(channel.fileno(), True)
+    """Launch the reporter and return its channel's objects, problems, process.
+
+    The channel is a pipe, not a file: what was written cannot be truncated or
+    rewritten later (say by an atexit handler in product code), only added to.
+    """
+    read_end, write_end = os.pipe()
+    os.set_inheritable(write_end, True)
+    collected = bytearray()
+    overflow = threading.Event()
+
+    def drain() -> None:
+        with os.fdopen(read_end, "rb", buffering=0) as pipe:
+            while block := pipe.read(CHANNEL_READ_BYTES):
+                if len(collected) + len(block) > CHANNEL_MAX_BYTES:
+                    overflow.set()
+                    continue
+                collected.extend(block)
+
+    reader = threading.Thread(target=drain, name="patchwarden-channel", daemon=True)
+    reader.start()
+    try:
         argv = [
             _interpreter(config),
             "-s",
@@ -113,7 +133,7 @@ def _run_reporter(
             "-c",
             REPORTER_SOURCE,
             "--report-fd",
-            str(channel.fileno()),
+            str(write_end),
             "--seed",
             str(seed),
             *args,
@@ -124,13 +144,19 @@ def _run_reporter(
             tree_writable=tree_writable,
             contract_paths=contract_paths,
             env=_base_env(seed),
-            pass_fds=(channel.fileno(),),
+            pass_fds=(write_end,),
             limits=limits,
         )
         process = launch(spec, config, cancel=cancel, on_output=on_output)
-        channel.seek(0)
-        raw = channel.read()
+    finally:
+        # launch() returns only when every process of the run is gone, so with
+        # our end closed the reader sees end-of-file.
+        os.close(write_end)
+        reader.join()
+    raw = bytes(collected)
     objects, problems = [], []
+    if overflow.is_set():
+        problems.append(f"channel held more than {CHANNEL_MAX_BYTES} bytes; the rest was dropped")
     for number, line in enumerate(raw.decode("utf-8", "replace").splitlines(), start=1):
         try:
             obj = json.loads(line)
@@ -155,6 +181,7 @@ def _record(obj: Mapping[str, Any], seed: int) -> PropertyRecord | None:
         status=obj["status"],
         witness=obj.get("witness", ""),
         duration_s=float(duration) if isinstance(duration, int | float) else 0.0,
+        settings=str(obj.get("settings", "")),
     )
 
 
@@ -182,9 +209,13 @@ def run_properties(
     complete = len(sentinels) == 1 and objects[-1] is sentinels[0]
     if len(sentinels) > 1:
         problems.append("more than one sentinel on the channel")
+    if not complete:
+        # No sentinel, or something written after it: nothing on this channel
+        # can be trusted, so every record of the run stays missing.
+        problems.append("run incomplete: no sentinel as the last record; records discarded")
     shadowed = sorted({str(s) for o in sentinels for s in o.get("shadowed", [])})
     seen: dict[str, list[PropertyRecord]] = {}
-    for obj in objects:
+    for obj in objects if complete else []:
         if obj.get(SENTINEL) is True:
             continue
         record = _record(obj, seed)

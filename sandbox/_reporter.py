@@ -12,6 +12,7 @@ Arguments: ``--report-fd N --seed S --mode scorer|agent --targets JSON -- [pytes
 where JSON is ``[[prop_id, node_id], ...]`` (agent mode: ``[]``).
 """
 
+import contextlib
 import json
 import os
 import random
@@ -46,8 +47,24 @@ TREE = os.getcwd()
 _report = os.fdopen(os.dup(int(OPTS["report-fd"])), "w", buffering=1)
 os.close(int(OPTS["report-fd"]))
 
-import pytest  # noqa: E402  (imported from the interpreter, before the tree is on sys.path)
+# Everything the runner relies on is imported from the interpreter BEFORE the
+# tree is put on sys.path, so a module of the same name in the tree cannot
+# take its place: the machinery, the Hypothesis pytest plugin we pass with
+# -p, and the standard-library modules pytest imports lazily (pdb & co).
+import _pytest.python  # noqa: E402
+import _pytest.reports  # noqa: E402
+import _pytest.runner  # noqa: E402
+import pluggy  # noqa: E402
+import pytest  # noqa: E402
 from hypothesis import settings  # noqa: E402
+
+STDLIB_PRELOAD = (
+    "pdb", "cmd", "code", "codeop", "bdb", "readline", "rlcompleter", "xml.dom",
+    "unittest", "doctest", "difflib", "pprint", "inspect", "shlex", "fnmatch",
+)  # fmt: skip
+for _name in STDLIB_PRELOAD:
+    with contextlib.suppress(ImportError):  # an interpreter built without it: nothing to shadow
+        __import__(_name)
 
 MACHINERY_FILES = {name: sys.modules[name].__file__ for name in MACHINERY}
 
@@ -56,7 +73,73 @@ settings.register_profile(
 )
 settings.load_profile("patchwarden")
 random.seed(SEED)
+STDLIB_BEFORE = {
+    name: getattr(module, "__file__", None) for name, module in list(sys.modules.items())
+}
 sys.path.insert(0, TREE)
+
+
+def _watched():
+    """Objects product code must not replace: the pytest and Hypothesis entry
+    points the runner trusts, the reporter's own functions, random, os._exit.
+    Compared by identity after collection and at the end (static lookups, so
+    a descriptor cannot lie about what is stored)."""
+    import inspect
+
+    static = inspect.getattr_static
+    main = sys.modules.get("__main__")
+    spots = {
+        "_pytest.python.Function.runtest": (_pytest.python.Function, "runtest"),
+        "_pytest.python.pytest_pyfunc_call": (_pytest.python, "pytest_pyfunc_call"),
+        "_pytest.runner.call_and_report": (_pytest.runner, "call_and_report"),
+        "_pytest.runner.runtestprotocol": (_pytest.runner, "runtestprotocol"),
+        "_pytest.runner.CallInfo.from_call": (_pytest.runner.CallInfo, "from_call"),
+        "_pytest.runner.pytest_runtest_makereport": (_pytest.runner, "pytest_runtest_makereport"),
+        "_pytest.reports.TestReport.from_item_and_call": (
+            _pytest.reports.TestReport,
+            "from_item_and_call",
+        ),
+        "pluggy.HookCaller.__call__": (pluggy.HookCaller, "__call__"),
+        "pluggy.PluginManager._hookexec": (pluggy.PluginManager, "_hookexec"),
+        "hypothesis.settings.load_profile": (settings, "load_profile"),
+        "hypothesis.settings.register_profile": (settings, "register_profile"),
+        "random.Random": (random, "Random"),
+        "random.seed": (random, "seed"),
+        "random.random": (random, "random"),
+        "random.randint": (random, "randint"),
+        "random.choice": (random, "choice"),
+        "os._exit": (os, "_exit"),
+        "json.dumps": (json, "dumps"),
+        "__main__._emit": (main, "_emit"),
+        "__main__.Reporter": (main, "Reporter"),
+    }
+    found = {}
+    for name, (owner, attr) in spots.items():
+        try:
+            found[name] = static(owner, attr)
+        except AttributeError:
+            found[name] = None
+    found["hypothesis profile"] = settings._profiles.get("patchwarden")
+    return found
+
+
+def _tampered(before):
+    """Names of watched objects that changed, and tree modules posing as stdlib/machinery."""
+    after = _watched()
+    changed = sorted(name for name, value in before.items() if after.get(name) is not value)
+    for name, module in list(sys.modules.items()):
+        path = str(getattr(module, "__file__", None) or "")
+        top = name.split(".", 1)[0]
+        if not path.startswith(TREE + os.sep):
+            continue
+        if (
+            top in sys.stdlib_module_names
+            or name in STDLIB_BEFORE
+            or top in MACHINERY
+            or (top == "_hypothesis_pytestplugin")
+        ):
+            changed.append(f"module {name} loaded from the tree")
+    return changed
 
 
 def _emit(obj):
@@ -91,6 +174,9 @@ class Reporter:
     """Collects one outcome per scheduled node id; never trusts the exit code."""
 
     def __init__(self):
+        self.watched = None  # taken once the reporter's own module is complete
+        self.tampered = []
+        self.fingerprints = {}  # prop -> the Hypothesis settings its test ran with
         self.by_node = {node: prop for prop, node in TARGETS}
         self.outcomes = {}  # scorer: prop -> (status, witness, duration); agent: node id -> ...
         self.started = {}
@@ -116,6 +202,26 @@ class Reporter:
     @pytest.fixture
     def contract_seed(self):
         return SEED
+
+    def pytest_collection_finish(self, session):
+        # Product code has been imported by now (test modules import it).
+        self.tampered += [f"{n} (after collection)" for n in _tampered(self.watched)]
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_call(self, item):
+        prop = self._prop_of(item.nodeid)
+        if prop is None or MODE != "scorer":
+            return
+        # @settings(...) may sit outside @given (on the test) or inside (on the inner
+        # test); either was built from the default profile of the moment it ran.
+        test = getattr(item, "obj", None)
+        inner = getattr(getattr(test, "hypothesis", None), "inner_test", None)
+        chosen = (
+            getattr(test, "_hypothesis_internal_use_settings", None)
+            or getattr(inner, "_hypothesis_internal_use_settings", None)
+            or settings.default
+        )
+        self.fingerprints[prop] = _fingerprint(chosen)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item):
@@ -208,6 +314,7 @@ class Reporter:
                     "status": status,
                     "witness": witness,
                     "duration_s": duration,
+                    "settings": self.fingerprints.get(prop, ""),
                 }
             )
         shadowed = sorted(
@@ -221,7 +328,25 @@ class Reporter:
         custom = sys.modules.get("sitecustomize") or sys.modules.get("usercustomize")
         if custom is not None and str(getattr(custom, "__file__", "")).startswith(TREE + os.sep):
             shadowed.append("sitecustomize")
+        if MODE == "scorer":
+            shadowed += self.tampered + [f"{n} (at the end)" for n in _tampered(self.watched)]
         _emit({SENTINEL: True, "seed": SEED, "exitstatus": int(exitstatus), "shadowed": shadowed})
+
+
+def _fingerprint(chosen):
+    """The settings a Hypothesis test runs with, as text the scorer compares
+    between parent and patch (the test files are the same; the settings must be)."""
+    keys = (
+        "max_examples",
+        "derandomize",
+        "database",
+        "deadline",
+        "phases",
+        "suppress_health_check",
+        "stateful_step_count",
+        "report_multiple_bugs",
+    )
+    return ";".join(f"{k}={getattr(chosen, k, None)!r}" for k in keys)
 
 
 def main():
@@ -252,7 +377,9 @@ def main():
             "--no-header",
             *sorted({node.split("::", 1)[0] for _, node in TARGETS}),
         ]
-    code = pytest.main(args, plugins=[Reporter()])
+    reporter = Reporter()
+    reporter.watched = _watched()
+    code = pytest.main(args, plugins=[reporter])
     _report.close()
     sys.exit(int(code))
 

@@ -90,3 +90,26 @@ def restore_from_parent(
             shutil.copyfile(source, target)
         restored.append(f"restored {rel}")
     return restored
+
+
+def remove_bytecode(tree: Path) -> list[str]:
+    """Delete every ``__pycache__`` directory and ``.pyc``/``.pyo`` file in ``tree``.
+
+    Committed bytecode (with an unchecked hash it is run without looking at
+    the source) would let reviewers read one program while the scorer runs
+    another. Trees are mounted read-only afterwards, so none comes back.
+    """
+    removed = []
+    for root, dirs, names in os.walk(tree):
+        base = Path(root)
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in list(dirs):
+            if name == "__pycache__":
+                _remove(base / name)
+                dirs.remove(name)
+                removed.append(f"removed bytecode {(base / name).relative_to(tree).as_posix()}")
+        for name in names:
+            if name.endswith((".pyc", ".pyo")):
+                (base / name).unlink()
+                removed.append(f"removed bytecode {(base / name).relative_to(tree).as_posix()}")
+    return removed

@@ -43,7 +43,7 @@ from ._errors import ContractError, InputError
 from ._fixtures import guard_fixtures, read_manifest
 from ._gate import Decision, GateResult, Reason, SkipReason, decide
 from ._quarantine import QuarantineList, quarantine_list_path, read_quarantine_list
-from ._restore import restore_from_parent, tree_entries
+from ._restore import remove_bytecode, restore_from_parent, tree_entries
 from ._review import review_note
 from ._rows import RunRow, dump_rows
 from ._scorecard import (
@@ -129,6 +129,28 @@ def _load_contract(tree: Path, request: ScoreRequest) -> tuple[Contract, str | N
     raise ContractError(
         "contract not found in the parent commit nor on disk", where=request.contract
     )
+
+
+def _runtime_tampering(runs: dict[tuple[str, int], PropertyRun]) -> list[str]:
+    """What the reporter saw replaced in the patch runs but not in the parent's, and
+    properties whose Hypothesis settings differ from the parent's (the test files are
+    the parent's in both trees, so only the patch's code can have changed them)."""
+    seen = {
+        tree: {s for (name, _), run in runs.items() if name == tree for s in run.shadowed}
+        for tree in TREES
+    }
+    found = sorted(seen["patch"] - seen["parent"])
+    for (name, seed), run in runs.items():
+        if name != "patch":
+            continue
+        parent = {r.prop: r.settings for r in runs[("parent", seed)].records}
+        for record in run.records:
+            if record.prop in parent and record.settings != parent[record.prop]:
+                found.append(
+                    f"Hypothesis settings of {record.prop} differ from the parent's "
+                    f"(seed {seed}): {record.settings or 'none'}"
+                )
+    return found
 
 
 def _read_text(tree: Path, rel: str) -> str | None:
@@ -300,6 +322,8 @@ def _score_trees(
     restored = restore_from_parent(
         trees["parent"], trees["patch"], contract_paths, config.protected_paths
     )
+    for name, tree in trees.items():
+        restored += [f"{name}: {line}" for line in remove_bytecode(tree)]
     drifts = _drifts(trees["parent"], contract, "parent") + _drifts(
         trees["patch"], contract, "patch"
     )
@@ -344,9 +368,7 @@ def _score_trees(
             skip = SkipReason.ROWS_NOT_SAVED
         gate = decide(resolved, rows["parent"], rows["patch"], skip_reason=skip)
         oracle_files = sorted({p.test.split("::", 1)[0] for p in contract.properties})
-        shadowed = sorted(
-            {s for (name, _), run in runs.items() if name == "patch" for s in run.shadowed}
-        )
+        shadowed = _runtime_tampering(runs)
         sources = _changed_sources(
             clone, parent_sha, patch_sha, changes, contract_paths, config.protected_paths
         )

@@ -7,6 +7,7 @@ findings travel with the decision.
 from __future__ import annotations
 
 import fnmatch
+import sys
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import PurePosixPath
@@ -21,7 +22,15 @@ from ._suspicious import new_suspicious
 
 Outcome = Literal["pass", "review", "reject"]
 MACHINERY_NAMES = frozenset(
-    {"pytest", "_pytest", "hypothesis", "pluggy", "sitecustomize", "usercustomize"}
+    {
+        "pytest",
+        "_pytest",
+        "hypothesis",
+        "pluggy",
+        "sitecustomize",
+        "usercustomize",
+        "_hypothesis_pytestplugin",
+    }
 )
 
 
@@ -115,16 +124,28 @@ def shadowing_paths(paths: Iterable[str]) -> list[str]:
     for path in paths:
         pure = PurePosixPath(path)
         names = {*pure.parts[:-1], pure.stem if pure.suffix == ".py" else pure.name}
-        if pure.suffix == ".pth" or names & MACHINERY_NAMES:
+        bytecode = pure.suffix in (".pyc", ".pyo") or "__pycache__" in pure.parts
+        if pure.suffix == ".pth" or names & MACHINERY_NAMES or bytecode:
             found.append(path)
     return found
 
 
+def shadows_stdlib(path: str) -> bool:
+    """A top-level module or package of the tree named like a standard-library module
+    (the tree is first on sys.path, so it would be imported in its place)."""
+    pure = PurePosixPath(path)
+    top = pure.parts[0] if len(pure.parts) > 1 else pure.stem
+    return pure.suffix == ".py" and top in sys.stdlib_module_names
+
+
 def check_shadowing(changes: Sequence[Change], runtime_shadowed: Sequence[str]) -> Check:
     hits = [
-        f"{c.status} {c.path}" for c in changes if c.status != "D" and shadowing_paths([c.path])
+        f"{c.status} {c.path}"
+        for c in changes
+        if (c.status != "D" and shadowing_paths([c.path]))
+        or (c.status == "A" and shadows_stdlib(c.path))
     ]
-    hits += [f"loaded from the tree at run time: {name}" for name in runtime_shadowed]
+    hits += [f"at run time: {name}" for name in runtime_shadowed]
     return Check(check="shadowing", outcome="reject" if hits else "pass", evidence=hits)
 
 

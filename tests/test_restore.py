@@ -101,3 +101,25 @@ def test_a_guarded_file_replaced_by_a_symlink_is_restored(trees: tuple[Path, Pat
 def test_nothing_to_restore_is_an_empty_list(trees: tuple[Path, Path]) -> None:
     parent, patch = trees
     assert restore_from_parent(parent, patch, CONTRACT, PROTECTED) == []
+
+
+def test_committed_bytecode_is_removed_from_a_tree(tmp_path: Path) -> None:
+    from scorer._restore import remove_bytecode
+
+    write(
+        tmp_path,
+        {
+            "orders/total.py": "X = 1\n",
+            "orders/__pycache__/total.cpython-311.pyc": "not really bytecode",
+            "stray.pyc": "x",
+            ".git/objects/keep.pyc": "git's own files are left alone",
+        },
+    )
+    assert sorted(remove_bytecode(tmp_path)) == [
+        "removed bytecode orders/__pycache__",
+        "removed bytecode stray.pyc",
+    ]
+    assert not (tmp_path / "orders/__pycache__").exists()
+    assert not (tmp_path / "stray.pyc").exists()
+    assert (tmp_path / "orders/total.py").exists()
+    assert (tmp_path / ".git/objects/keep.pyc").exists()

@@ -634,3 +634,26 @@ def test_backend_none_warns_on_every_run(tree: Path, capfd: pytest.CaptureFixtur
     assert first.stdout == f"{tree}\n" and second.stdout == "again\n"
     assert first.backend == "none"
     assert capfd.readouterr().err.count(NONE_BACKEND_WARNING + "\n") == 2
+
+
+@bwrap
+def test_filling_tmp_stops_at_the_tmpfs_size(tree: Path) -> None:
+    """A disk-filling run hits ENOSPC in its private /tmp, not the host's memory."""
+    limits = FAST.model_copy(update={"tmpfs_mb": 8, "file_size_mb": 1024})
+    result = run_python(
+        """
+        import errno
+        written = 0
+        try:
+            with open("/tmp/fill", "wb") as handle:
+                while True:
+                    handle.write(b"x" * 65536)
+                    handle.flush()
+                    written += 65536
+        except OSError as exc:
+            print(errno.errorcode[exc.errno], written // (1024 * 1024))
+        """,
+        tree,
+        limits=limits,
+    )
+    assert result.stdout == "ENOSPC 8\n", result.stderr
