@@ -88,9 +88,13 @@ def test_conftest_config_and_shadowing_cover_every_place_named_in_the_brief() ->
 
 def test_attacks_never_expect_accept_and_controls_do() -> None:
     for case in ATTACKS:
-        assert case.expected.decision in ("reject", None), case.name
+        assert case.expected.decision in ("reject", "propose_freeze", None), case.name
         if case.expected.decision is None:  # stopped by a finding a human must clear
             assert case.expected.findings, case.name
+        if case.expected.decision == "propose_freeze":
+            # the bug left in place keeps its honest verdict: a ticket for a human,
+            # never a pass (the attack aimed at accept)
+            assert case.expected.reasons == {"shared_variant_fail"}, case.name
     for case in CONTROLS:
         assert case.expected.decision == "accept", case.name
 
