@@ -130,8 +130,9 @@ def _run_reporter(
             _interpreter(config),
             "-s",
             "-P",
-            "-c",
-            REPORTER_SOURCE,
+            # The program comes on stdin: nothing in the tree can shadow it, and the
+            # command line stays short (it is visible in /proc inside the sandbox).
+            "-",
             "--report-fd",
             str(write_end),
             "--seed",
@@ -146,6 +147,7 @@ def _run_reporter(
             env=_base_env(seed),
             pass_fds=(write_end,),
             limits=limits,
+            stdin=REPORTER_SOURCE.encode(),
         )
         process = launch(spec, config, cancel=cancel, on_output=on_output)
     finally:

@@ -1,6 +1,6 @@
 """The trusted reporting plugin and bootstrap, run INSIDE the sandbox.
 
-This file is executed as a script source (``python -s -P -c SOURCE ...``) so
+This file is executed as a program read from stdin (``python -s -P - ...``) so
 that nothing in the tree can shadow it: it never imports patchwarden. It
 imports the test machinery (pytest, _pytest, pluggy, hypothesis) from the
 scorer's interpreter *before* the tree is put on ``sys.path``, forces the
