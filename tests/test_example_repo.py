@@ -169,3 +169,11 @@ def test_contract_tests_exist(repo: git.Repo) -> None:
         module = ast.parse(blob(repo, "base", path))
         names = {n.name for n in module.body if isinstance(n, ast.FunctionDef)}
         assert name in names, prop["test"]
+
+
+def test_a_relative_destination_works(
+    make_repo_module: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    shas = make_repo_module.make_repo(Path("orders"))
+    assert git.Repo(tmp_path / "orders").commit("base").hexsha == shas["base"]

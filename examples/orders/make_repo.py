@@ -186,7 +186,7 @@ def commit_patch(repo: git.Repo, dest: Path, spec: PatchSpec) -> str:
 
 def make_repo(dest: Path) -> dict[str, str]:
     """Build the example repository at `dest`; return tag name -> commit sha."""
-    dest = Path(dest)
+    dest = Path(dest).absolute()  # git runs inside dest; a relative path would resolve twice
     check_dest(dest)
     with isolated_git_env():
         repo = init_repo(dest)
