@@ -33,7 +33,7 @@ import git
 
 from sandbox import SandboxConfig, require_sandbox
 
-from ._checkout import read_contract_at
+from ._checkout import read_contract_at, state_dir
 from ._config import ScorerConfig
 from ._errors import InputError, PatchwardenError
 from ._freeze_propose import propose_freeze_record
@@ -45,14 +45,6 @@ MAX_REQUEST_BYTES = 64 * 1024
 FREEZE_PROPOSED = "freeze record proposed for review; a reviewer decides"
 MAX_FREEZE_REASON_CHARS = 500
 MAX_TEST_ID_CHARS = 1000
-
-
-def state_dir_ready(config: ScorerConfig) -> Path:
-    """The scorer's state directory, created with mode 0700."""
-    state = Path(config.state_dir)
-    state.mkdir(parents=True, exist_ok=True)
-    os.chmod(state, 0o700)
-    return state
 
 
 def verdict_summary(verdict: Verdict) -> dict[str, Any]:
@@ -185,7 +177,7 @@ def serve_scorer(
         stdin = sys.stdin.buffer
     try:
         require_sandbox(sandbox_config)
-        state_dir_ready(config)
+        state_dir(config)
         repo = Path(git.Repo(repo).working_tree_dir or repo).resolve()
     except PatchwardenError as exc:
         _write(stdout, {"error": str(exc)})

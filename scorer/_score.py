@@ -10,8 +10,6 @@ decide → scorecard → publish the bundle. See docs/design/scoring.md.
 from __future__ import annotations
 
 import importlib.util
-import shutil
-import tempfile
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -23,14 +21,13 @@ from sandbox import (
     PropertyRun,
     PropertyTarget,
     SandboxConfig,
-    open_worktree,
     require_sandbox,
     resolve_commit,
     run_properties,
 )
 
 from ._bundle import BundleWriter, new_verdict_id
-from ._checkout import scorer_clone, state_dir
+from ._checkout import clean_checkout, scorer_clone
 from ._config import ScorerConfig
 from ._contract import (
     Contract,
@@ -276,29 +273,24 @@ def score(
     require_sandbox(sandbox_config)
     parent_sha = resolve_commit(request.repo, request.parent)
     patch_sha = resolve_commit(request.repo, request.patch)
-    state = state_dir(config)
     clone = scorer_clone(request.repo, [parent_sha, patch_sha], config)
     log_dir = Path(config.log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="score-", dir=state))
-    try:
-        with (
-            open_worktree(clone, parent_sha, work / "parent") as parent_tree,
-            open_worktree(clone, patch_sha, work / "patch") as patch_tree,
-        ):
-            return _score_trees(
-                request,
-                config,
-                sandbox_config,
-                clone,
-                parent_sha,
-                patch_sha,
-                {"parent": parent_tree, "patch": patch_tree},
-                log_dir,
-                quarantined,
-            )
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    with (
+        clean_checkout(clone, parent_sha, config) as parent_tree,
+        clean_checkout(clone, patch_sha, config) as patch_tree,
+    ):
+        return _score_trees(
+            request,
+            config,
+            sandbox_config,
+            clone,
+            parent_sha,
+            patch_sha,
+            {"parent": parent_tree, "patch": patch_tree},
+            log_dir,
+            quarantined,
+        )
 
 
 def _score_trees(

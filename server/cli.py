@@ -55,6 +55,12 @@ def one_line_errors(func: F) -> F:
         except PatchwardenError as exc:
             click.echo(f"patchwarden: error: {exc}", err=True)
             sys.exit(EXIT_USAGE)
+        except OSError as exc:
+            # An unwritable log dir or a full disk is an environment error (exit 2),
+            # never a traceback whose exit 1 a script would read as "reject".
+            where = exc.filename or "patchwarden"
+            click.echo(f"patchwarden: error: {where}: {exc.strerror or exc}", err=True)
+            sys.exit(EXIT_USAGE)
 
     return wrapper  # type: ignore[return-value]
 

@@ -140,3 +140,33 @@ def test_without_bubblewrap_every_run_fails_closed(tmp_path: Path, example_repo:
     assert score.stderr.startswith("patchwarden: error: ")
     assert "bubblewrap" in score.stderr
     assert not (tmp_path / "logs").exists()
+
+
+def test_an_unusable_log_dir_is_one_line_exit_2(
+    tmp_path: Path, example_repo: Path, scorer_env: dict[str, str]
+) -> None:
+    """An environment fault is exit 2 with one line, never exit 1 (which means reject)."""
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    proc = subprocess.run(
+        [
+            "patchwarden",
+            "score",
+            "--repo",
+            str(example_repo),
+            "--contract",
+            "contract/differential-contract.yaml",
+            "--parent",
+            "base",
+            "--patch",
+            "patch-fix",
+            "--log-dir",
+            str(blocker / "logs"),
+        ],
+        capture_output=True,
+        text=True,
+        env=scorer_env,
+        timeout=120,
+    )
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == f"patchwarden: error: {blocker / 'logs'}: Not a directory\n"
