@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sandbox import LaunchSpec, SandboxConfig, launch, require_sandbox
+from patchwarden.sandbox import LaunchSpec, SandboxConfig, launch, require_sandbox
 
 
 def main() -> None:

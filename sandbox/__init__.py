@@ -8,15 +8,7 @@ from __future__ import annotations
 
 from ._config import Limits, SandboxConfig, describe_validation_error, parse_sandbox_config
 from ._doctor import DoctorCheck, check_sandbox, require_sandbox
-from ._errors import (
-    ConfigError,
-    ContractError,
-    InputError,
-    PatchwardenError,
-    RunTimeout,
-    SandboxError,
-    ToolInputError,
-)
+from ._errors import ConfigError, GitError, InputError, PatchwardenError, RunTimeout, SandboxError
 from ._launch import (
     NONE_BACKEND_WARNING,
     TREE_MOUNT,
@@ -45,8 +37,8 @@ __all__ = [
     "TREE_MOUNT",
     "AgentRun",
     "ConfigError",
-    "ContractError",
     "DoctorCheck",
+    "GitError",
     "InputError",
     "LaunchSpec",
     "Limits",
@@ -59,7 +51,6 @@ __all__ = [
     "SandboxConfig",
     "SandboxError",
     "TestOutcome",
-    "ToolInputError",
     "build_bwrap_argv",
     "check_sandbox",
     "describe_validation_error",

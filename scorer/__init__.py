@@ -15,7 +15,7 @@ from ._contract import (
     parse_contract,
     validation_message,
 )
-from ._errors import ContractError, InputError, PatchwardenError
+from ._errors import ConfigError, ContractError, GitError, InputError, PatchwardenError
 from ._fixtures import (
     FixtureDrift,
     FixtureEntry,
@@ -74,6 +74,7 @@ __all__ = [
     "RELEASE_RUNS",
     "BoundaryChange",
     "Check",
+    "ConfigError",
     "Contract",
     "ContractError",
     "Decision",
@@ -84,6 +85,7 @@ __all__ = [
     "FreezeProposal",
     "FreezeRecord",
     "GateResult",
+    "GitError",
     "InputError",
     "Manifest",
     "PatchwardenError",

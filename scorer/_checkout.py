@@ -19,7 +19,7 @@ from pathlib import Path
 
 import git
 
-from sandbox import (
+from patchwarden.sandbox import (
     AgentRun,
     Limits,
     SandboxConfig,

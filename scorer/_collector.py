@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox import LaunchSpec, ProcessResult, SandboxConfig, launch, python_runtime
+from patchwarden.sandbox import LaunchSpec, ProcessResult, SandboxConfig, launch, python_runtime
 
 CHANNEL_KEY = "__patchwarden_collected__"
 

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sandbox import Limits
+from patchwarden.sandbox import Limits
 
 DEFAULT_PROTECTED_PATHS = (
     "tests/**",

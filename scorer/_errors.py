@@ -1,7 +1,12 @@
-"""Scorer errors: re-exported from the shared tree so callers need one import."""
+"""The scorer's branch of the error tree (drawn whole in patchwarden._errors)."""
 
 from __future__ import annotations
 
-from sandbox import ContractError, InputError, PatchwardenError
+from patchwarden._errors import ConfigError, GitError, InputError, PatchwardenError
 
-__all__ = ["ContractError", "InputError", "PatchwardenError"]
+
+class ContractError(PatchwardenError):
+    """The contract is malformed or does not fit the repository."""
+
+
+__all__ = ["ConfigError", "ContractError", "GitError", "InputError", "PatchwardenError"]

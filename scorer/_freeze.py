@@ -19,7 +19,7 @@ from typing import Any
 import git
 from pydantic import BaseModel, ConfigDict, Field
 
-from sandbox import SandboxConfig, resolve_commit
+from patchwarden.sandbox import SandboxConfig, resolve_commit
 
 from ._checkout import clean_checkout, resolve_parent, scorer_clone, working_tree
 from ._collector import collect_node_id

@@ -33,7 +33,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from sandbox import AgentRun, SandboxConfig, resolve_commit
+from patchwarden.sandbox import AgentRun, SandboxConfig, resolve_commit
 
 from ._checkout import (
     clean_checkout,

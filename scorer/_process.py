@@ -31,7 +31,7 @@ from typing import IO, Any
 
 import git
 
-from sandbox import SandboxConfig, require_sandbox
+from patchwarden.sandbox import SandboxConfig, require_sandbox
 
 from ._checkout import read_contract_at, state_dir
 from ._config import ScorerConfig

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sandbox import AgentRun, SandboxConfig, resolve_commit
+from patchwarden.sandbox import AgentRun, SandboxConfig, resolve_commit
 
 from ._checkout import contract_at, run_pytest_once, scorer_clone, show_file, working_tree
 from ._config import ScorerConfig

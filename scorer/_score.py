@@ -17,7 +17,7 @@ from pathlib import Path
 
 import git
 
-from sandbox import (
+from patchwarden.sandbox import (
     PropertyRun,
     PropertyTarget,
     SandboxConfig,

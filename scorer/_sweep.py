@@ -24,7 +24,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from sandbox import AgentRun, SandboxConfig, resolve_commit
+from patchwarden.sandbox import AgentRun, SandboxConfig, resolve_commit
 
 from ._checkout import (
     contract_at,

@@ -25,16 +25,16 @@ import anyio.abc
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 
-from sandbox import (
+from patchwarden.sandbox import (
     ConfigError,
-    ContractError,
     SandboxConfig,
     mounted_host_paths,
     require_sandbox,
     resolve_commit,
 )
-from scorer import (
+from patchwarden.scorer import (
     Contract,
+    ContractError,
     base_is_broken,
     read_contract_at,
     read_only_paths_at,

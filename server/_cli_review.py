@@ -21,10 +21,10 @@ from typing import IO, Any, TypeVar
 import click
 import git
 
-from sandbox import AgentRun, PatchwardenError
+from patchwarden.sandbox import AgentRun, PatchwardenError
 
 # Details of the review side that the facade does not need to carry.
-from scorer import (
+from patchwarden.scorer import (
     DEFAULT_CONTRACT_PATH,
     DEFAULT_RECORD,
     DEFAULT_SWEEP_RUNS,

@@ -96,7 +96,7 @@ def register(group: click.Group) -> None:
     @one_line_errors
     def scorer_cmd(config_path: Path | None, repo: Path, contract: str, log_dir: Path) -> None:
         """The scorer child of `serve`: JSON lines on stdin/stdout (not for interactive use)."""
-        from scorer import serve_scorer
+        from patchwarden.scorer import serve_scorer
 
         from ._app import default_server_state_dir, hide_secret_dirs
         from .config import load_config
@@ -129,13 +129,13 @@ def register(group: click.Group) -> None:
 
 
 def _examples_dir() -> Path:
-    from sandbox import ConfigError
+    """The example ships as package data (patchwarden.examples), in a wheel as in a checkout."""
+    import patchwarden.examples
+    from patchwarden.sandbox import ConfigError
 
-    here = Path(__file__).resolve().parents[1] / "examples" / "orders"
+    here = Path(patchwarden.examples.__file__).resolve().parent / "orders"
     if not (here / "make_repo.py").is_file():
-        raise ConfigError(
-            "the demo needs a source checkout (examples/orders not found)", where=str(here)
-        )
+        raise ConfigError("the installed package has no example (examples/orders)", where=str(here))
     return here
 
 
@@ -143,7 +143,7 @@ def build_demo(workdir: Path) -> tuple[Path, Path, dict[str, str]]:
     """The example repository and a config; returns (repo, config, env for the server)."""
     import subprocess
 
-    from sandbox import ConfigError
+    from patchwarden.sandbox import ConfigError
 
     examples = _examples_dir()
     workdir.mkdir(parents=True, exist_ok=True)
@@ -180,7 +180,15 @@ def server_parameters(config: Path, env: dict[str, str], cwd: Path) -> Any:
 
     return StdioServerParameters(
         command=sys.executable,
-        args=["-P", "-c", "from server.cli import main; main()", "serve", "--config", str(config)],
+        args=[
+            "-P",
+            "-c",
+            "-m",
+            "patchwarden",
+            "serve",
+            "--config",
+            str(config),
+        ],
         env=env,
         cwd=str(cwd),
     )

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from sandbox import ToolInputError
+from ._errors import ToolInputError
 
 MAX_PATH_CHARS = 4096
 MAX_SYMLINK_HOPS = 40  # the kernel's own limit (MAXSYMLINKS)

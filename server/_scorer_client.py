@@ -22,7 +22,7 @@ import anyio
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from sandbox import SandboxError
+from patchwarden.sandbox import SandboxError
 
 READY_TIMEOUT_S = 120.0  # the scorer checks bubblewrap and its state dir before it says ready
 STOP_GRACE_S = 5.0  # after closing its stdin, how long the scorer gets to finish its current line
@@ -45,8 +45,8 @@ def scorer_argv(
     argv = [
         python,
         "-P",
-        "-c",
-        "from server.cli import main; main()",
+        "-m",
+        "patchwarden",
         "scorer",
         "--repo",
         str(repo),

@@ -26,17 +26,17 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sandbox import (
+from patchwarden.sandbox import (
     AgentRun,
     Limits,
     PatchwardenError,
     SandboxConfig,
-    ToolInputError,
     prepare_writable_tree,
     run_agent_tests,
 )
-from scorer import Contract
+from patchwarden.scorer import Contract
 
+from ._errors import ToolInputError
 from ._paths import PathPolicy, split_path
 from ._scorer_client import ScorerClient
 from ._workspace import Workspace

@@ -26,8 +26,9 @@ from typing import Literal
 
 import git
 
-from sandbox import ConfigError, ToolInputError
+from patchwarden.sandbox import ConfigError
 
+from ._errors import ToolInputError
 from ._paths import GIT_DIR_NAME, PathPolicy
 
 NO_HOOKS = "/dev/null"

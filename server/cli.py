@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 
 import click
 
-from sandbox import check_sandbox
-from scorer import (
+from patchwarden.sandbox import check_sandbox
+from patchwarden.scorer import (
     PatchwardenError,
     ScoreRequest,
     decide,
@@ -182,16 +182,7 @@ def main() -> None:
     cli(prog_name="patchwarden")
 
 
-def _register_session_commands() -> None:
-    """``serve``, ``scorer`` and ``demo`` live in their own module (server/_cli_session.py)."""
-    try:
-        from ._cli_session import register
-    except ModuleNotFoundError as exc:
-        if exc.name != "server._cli_session":
-            raise
-        return
-    register(cli)
+from . import _cli_review, _cli_session  # noqa: E402  (they register on the group above)
 
-
-_register_session_commands()
-__import__("server._cli_review", fromlist=["register"]).register(cli)  # server/_cli_review.py
+_cli_session.register(cli)
+_cli_review.register(cli)

@@ -14,8 +14,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sandbox import ConfigError, SandboxConfig
-from scorer import ScorerConfig, validation_message
+from patchwarden.sandbox import ConfigError, SandboxConfig
+from patchwarden.scorer import ScorerConfig, validation_message
 
 
 class AgentConfig(BaseModel):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import git
 
-from scorer._hashing import sha256_file
+from patchwarden.scorer._hashing import sha256_file
 
 GIT_ENV = {
     "GIT_CONFIG_GLOBAL": os.devnull,

@@ -41,7 +41,9 @@ def test_dependencies_point_one_way_through_facades(package: str) -> None:
     problems = []
     for path in sorted((ROOT / package).glob("*.py")):
         for name in imports_of(path):
-            top, _, rest = name.partition(".")
+            if not name.startswith("patchwarden."):
+                continue
+            top, _, rest = name.removeprefix("patchwarden.").partition(".")
             if top not in PACKAGES or top == package:
                 continue
             if top not in ALLOWED[package]:
@@ -53,7 +55,7 @@ def test_dependencies_point_one_way_through_facades(package: str) -> None:
 
 @pytest.mark.parametrize("package", ["sandbox", "scorer"])
 def test_facade_exports_exist_and_are_sorted(package: str) -> None:
-    module = importlib.import_module(package)
+    module = importlib.import_module(f"patchwarden.{package}")
     names = list(module.__all__)
     assert len(names) == len(set(names))
     missing = [name for name in names if not hasattr(module, name)]
@@ -62,7 +64,7 @@ def test_facade_exports_exist_and_are_sorted(package: str) -> None:
         name
         for name, value in vars(module).items()
         if not name.startswith("_")
-        and getattr(value, "__module__", package).startswith(package)
+        and getattr(value, "__module__", module.__name__).startswith(module.__name__)
         and name not in {"annotations"}
     }
     assert public - set(names) == set()

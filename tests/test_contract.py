@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from scorer import (
+from patchwarden.scorer import (
     DEFAULT_CONTRACT_PATH,
     Contract,
     ContractError,

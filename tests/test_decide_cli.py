@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from scorer import parse_contract
-from server.cli import cli
+from patchwarden.scorer import parse_contract
+from patchwarden.server.cli import cli
 
 PROP = "prop.order_total_non_negative"
 

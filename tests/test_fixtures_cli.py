@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from scorer._hashing import sha256_file
-from server.cli import cli
+from patchwarden.scorer._hashing import sha256_file
+from patchwarden.server.cli import cli
 from tests._git_repos import commit, contract_yaml, init_repo
 
 ORDERS = "tests/fixtures/orders.json"

@@ -21,10 +21,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sandbox import SandboxConfig
-from scorer import FreezeProposal, FreezeRecord, ScorerConfig, propose_freeze, propose_freeze_record
-from scorer._freeze import RunEvidence, blob_at, check_disagreement
-from scorer._hashing import sha256_file
+from patchwarden.sandbox import SandboxConfig
+from patchwarden.scorer import (
+    FreezeProposal,
+    FreezeRecord,
+    ScorerConfig,
+    propose_freeze,
+    propose_freeze_record,
+)
+from patchwarden.scorer._freeze import RunEvidence, blob_at, check_disagreement
+from patchwarden.scorer._hashing import sha256_file
 from tests._git_repos import (
     COUNTER_SOURCE,
     GIT_ENV,
@@ -487,7 +493,7 @@ def test_step1_stops_when_the_copy_does_not_hash_like_the_fixture(
 ) -> None:
     """A copy that changes between write and re-hash cannot be caused for real on a sane
     filesystem: here the writer is made to corrupt it (the one fake in this file)."""
-    import scorer._freeze_propose as procedure
+    import patchwarden.scorer._freeze_propose as procedure
 
     real = procedure._write_copy
     monkeypatch.setattr(procedure, "_write_copy", lambda ctx, data: real(ctx, data + b" "))

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from scorer import (
+from patchwarden.scorer import (
     Contract,
     GateResult,
     PropertyResult,

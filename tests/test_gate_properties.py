@@ -17,7 +17,7 @@ from typing import Any
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from scorer import (
+from patchwarden.scorer import (
     Contract,
     GateResult,
     RunRow,

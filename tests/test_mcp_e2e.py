@@ -145,8 +145,8 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
             command=sys.executable,
             args=[
                 "-P",
-                "-c",
-                "from server.cli import main; main()",
+                "-m",
+                "patchwarden",
                 "serve",
                 "--config",
                 str(dirs["config"]),

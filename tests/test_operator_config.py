@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from server.cli import cli
-from server.config import OperatorConfig, load_config
+from patchwarden.server.cli import cli
+from patchwarden.server.config import OperatorConfig, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 

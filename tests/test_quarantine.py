@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scorer import QuarantineList
-from scorer._quarantine import (
+from patchwarden.scorer import QuarantineList
+from patchwarden.scorer._quarantine import (
     BrokenTest,
     QuarantinedTest,
     ReleaseCheck,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from scorer import restore_from_parent
+from patchwarden.scorer import restore_from_parent
 
 CONTRACT = ["contract/differential-contract.yaml", "tests/properties", ".freeze"]
 PROTECTED = ["tests/**", "**/conftest.py", "conftest.py", "pytest.ini"]
@@ -104,7 +104,7 @@ def test_nothing_to_restore_is_an_empty_list(trees: tuple[Path, Path]) -> None:
 
 
 def test_committed_bytecode_is_removed_from_a_tree(tmp_path: Path) -> None:
-    from scorer._restore import remove_bytecode
+    from patchwarden.scorer._restore import remove_bytecode
 
     write(
         tmp_path,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from scorer import InputError, RunRow, dump_rows, parse_rows, read_rows
+from patchwarden.scorer import InputError, RunRow, dump_rows, parse_rows, read_rows
 
 MINIMAL = '{"prop":"prop.a","seed":11,"status":"pass","witness":""}'
 FULL = RunRow(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import Limits, PropertyTarget, SandboxConfig, run_properties
+from patchwarden.sandbox import Limits, PropertyTarget, SandboxConfig, run_properties
 
 pytestmark = pytest.mark.bwrap
 

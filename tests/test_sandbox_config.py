@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from sandbox import ConfigError, Limits, SandboxConfig, parse_sandbox_config
+from patchwarden.sandbox import ConfigError, Limits, SandboxConfig, parse_sandbox_config
 
 
 def _error(data: Any) -> ConfigError:

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-import sandbox
-from sandbox import (
+from patchwarden import sandbox
+from patchwarden.sandbox import (
     NONE_BACKEND_WARNING,
     TREE_MOUNT,
     LaunchSpec,

@@ -13,10 +13,10 @@ from pathlib import Path
 import git
 import pytest
 
-from scorer import Contract, GateResult, Property, RunRow, decide
-from scorer._score import _changed_sources, _changes
-from scorer._scorecard import Check, check_lines, check_spec_review, check_suspicious
-from scorer._spec_review import boundary_changes
+from patchwarden.scorer import Contract, GateResult, Property, RunRow, decide
+from patchwarden.scorer._score import _changed_sources, _changes
+from patchwarden.scorer._scorecard import Check, check_lines, check_spec_review, check_suspicious
+from patchwarden.scorer._spec_review import boundary_changes
 from tests._git_repos import commit, init_repo
 
 SEEDS = [11, 29, 47]
@@ -323,7 +323,7 @@ def test_check_lines_are_one_per_check() -> None:
 
 
 def test_the_scorer_facade_matches_its_modules() -> None:
-    import scorer
+    from patchwarden import scorer
 
     assert scorer.__all__ == sorted(scorer.__all__, key=lambda n: (not n.isupper(), n))
     for name in scorer.__all__:
@@ -338,17 +338,23 @@ PYPROJECT_BASE = '[project]\nname = "x"\n\n[tool.pytest.ini_options]\ntestpaths 
     [
         (PYPROJECT_BASE, "pass", []),
         (PYPROJECT_BASE.replace('name = "x"', 'name = "y"'), "pass", []),
-        (PYPROJECT_BASE + 'addopts = "-p no:hypothesis"\n', "review",
-         ["M pyproject.toml [tool.pytest]"]),
-        (PYPROJECT_BASE.replace("[tool.pytest.ini_options]", "[tool.pytest_x]"), "review",
-         ["M pyproject.toml [tool.pytest]"]),
+        (
+            PYPROJECT_BASE + 'addopts = "-p no:hypothesis"\n',
+            "review",
+            ["M pyproject.toml [tool.pytest]"],
+        ),
+        (
+            PYPROJECT_BASE.replace("[tool.pytest.ini_options]", "[tool.pytest_x]"),
+            "review",
+            ["M pyproject.toml [tool.pytest]"],
+        ),
         ("[[[ not toml", "review", ["M pyproject.toml [tool.pytest]"]),
     ],
 )
 def test_pyproject_pytest_section_is_protected(
     patch_text: str, outcome: str, evidence: list[str]
 ) -> None:
-    from scorer._scorecard import check_test_tampering
+    from patchwarden.scorer._scorecard import check_test_tampering
 
     check = check_test_tampering([], ["tests/**"], "review", pyproject=(PYPROJECT_BASE, patch_text))
     assert (check.outcome, check.evidence) == (outcome, evidence)

@@ -22,11 +22,11 @@ from click.testing import CliRunner
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from server.cli import cli
+from patchwarden.server.cli import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 MAKE_REPO = ROOT / "examples" / "orders" / "make_repo.py"
-ENTRY = [sys.executable, "-P", "-c", "from server.cli import main; main()"]
+ENTRY = [sys.executable, "-P", "-m", "patchwarden"]
 
 
 @pytest.fixture(scope="module")

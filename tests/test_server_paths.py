@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import ToolInputError
-from server._paths import PathPolicy, split_path, under
+from patchwarden.server import ToolInputError
+from patchwarden.server._paths import PathPolicy, split_path, under
 
 CONTRACT_PATHS = ("contract/differential-contract.yaml", "tests/properties", ".freeze")
 

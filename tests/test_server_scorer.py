@@ -15,8 +15,8 @@ import anyio
 import git
 import pytest
 
-from sandbox import SandboxError
-from scorer import (
+from patchwarden.sandbox import SandboxError
+from patchwarden.scorer import (
     Check,
     GateResult,
     InputError,
@@ -29,9 +29,9 @@ from scorer import (
     read_quarantine_at,
     verdict_summary,
 )
-from scorer._process import FREEZE_PROPOSED, freeze_summary
-from server._audit import elide_arguments
-from server._scorer_client import ScorerGone, scorer_argv, start_scorer
+from patchwarden.scorer._process import FREEZE_PROPOSED, freeze_summary
+from patchwarden.server._audit import elide_arguments
+from patchwarden.server._scorer_client import ScorerGone, scorer_argv, start_scorer
 
 CONTRACT = "contract/differential-contract.yaml"
 

@@ -14,9 +14,10 @@ from pathlib import Path
 import git
 import pytest
 
-from sandbox import ConfigError, ToolInputError
-from server._paths import PathPolicy
-from server._workspace import AGENT_EMAIL, AGENT_NAME, open_workspace
+from patchwarden.sandbox import ConfigError
+from patchwarden.server import ToolInputError
+from patchwarden.server._paths import PathPolicy
+from patchwarden.server._workspace import AGENT_EMAIL, AGENT_NAME, open_workspace
 
 CONTRACT_PATHS = (
     "contract/differential-contract.yaml",

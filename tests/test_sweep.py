@@ -17,9 +17,9 @@ from pathlib import Path
 import git
 import pytest
 
-from sandbox import AgentRun, ProcessResult, TestOutcome
-from scorer import ScorerConfig, base_is_broken, load_contract
-from scorer._sweep import tally_runs
+from patchwarden.sandbox import AgentRun, ProcessResult, TestOutcome
+from patchwarden.scorer import ScorerConfig, base_is_broken, load_contract
+from patchwarden.scorer._sweep import tally_runs
 from tests._git_repos import (
     COUNTER_SOURCE,
     PYPROJECT,

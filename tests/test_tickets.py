@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scorer import (
+from patchwarden.scorer import (
     InputError,
     Ticket,
     approve_ticket,
@@ -21,8 +21,8 @@ from scorer import (
     ticket_valid_for,
     write_ticket,
 )
-from scorer._tickets import parse_expiry, read_ticket
-from server.cli import cli
+from patchwarden.scorer._tickets import parse_expiry, read_ticket
+from patchwarden.server.cli import cli
 
 PATCH = "a" * 40
 OTHER_PATCH = "b" * 40

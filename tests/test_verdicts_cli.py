@@ -16,7 +16,7 @@ import git
 import pytest
 from click.testing import CliRunner
 
-from server.cli import cli
+from patchwarden.server.cli import cli
 from tests._git_repos import GIT_ENV, commit
 from tests.conftest import CONTRACT
 

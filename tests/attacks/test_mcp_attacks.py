@@ -125,7 +125,7 @@ def mcp_lab(example_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
     )
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-P", "-c", "from server.cli import main; main()", "serve", "--config", str(config)],
+        args=["-P", "-m", "patchwarden", "serve", "--config", str(config)],
         env={"XDG_STATE_HOME": str(root / "state")},
         cwd=str(root),
     )

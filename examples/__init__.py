@@ -1,0 +1,1 @@
+"""Bundled examples, shipped as package data (``patchwarden demo`` reads examples/orders)."""
