@@ -1,4 +1,4 @@
-"""Isolated runs of untrusted code: one command under bubblewrap, supervised and limited.
+"""Isolation: one command under bubblewrap, supervised and limited; git; the trusted runner.
 
 launch(LaunchSpec, SandboxConfig) -> ProcessResult    the only way to start one
 check_sandbox / require_sandbox                        does isolation work here?
@@ -6,21 +6,30 @@ check_sandbox / require_sandbox                        does isolation work here?
 
 from __future__ import annotations
 
+from ._argv import NONE_BACKEND_WARNING, TREE_MOUNT, LaunchSpec, build_bwrap_argv
 from ._config import Limits, SandboxConfig, describe_validation_error, parse_sandbox_config
 from ._doctor import DoctorCheck, check_sandbox, require_sandbox
 from ._errors import ConfigError, GitError, InputError, PatchwardenError, RunTimeout, SandboxError
-from ._launch import (
-    NONE_BACKEND_WARNING,
-    TREE_MOUNT,
-    LaunchSpec,
-    ProcessResult,
-    build_bwrap_argv,
-    launch,
-    mounted_host_paths,
-    prepare_writable_tree,
-    python_runtime,
-    tree_path_inside,
+from ._git import (
+    HOOKLESS,
+    DiffEntry,
+    blob_id_at,
+    changed_paths,
+    diff_changes,
+    fetch_commits,
+    file_at,
+    first_parent,
+    git_errors,
+    git_message,
+    open_repo,
+    open_worktree,
+    parent_of,
+    repo_root,
+    resolve_commit,
+    run_git,
+    scratch_clone,
 )
+from ._launch import launch, mounted_host_paths, prepare_writable_tree, tree_path_inside
 from ._pytest_runner import (
     AgentRun,
     PropertyRecord,
@@ -30,13 +39,16 @@ from ._pytest_runner import (
     run_agent_tests,
     run_properties,
 )
-from ._worktree import fetch_commits, open_worktree, parent_of, resolve_commit, scratch_clone
+from ._runtime import python_runtime
+from ._supervise import ProcessResult
 
 __all__ = [
+    "HOOKLESS",
     "NONE_BACKEND_WARNING",
     "TREE_MOUNT",
     "AgentRun",
     "ConfigError",
+    "DiffEntry",
     "DoctorCheck",
     "GitError",
     "InputError",
@@ -51,20 +63,30 @@ __all__ = [
     "SandboxConfig",
     "SandboxError",
     "TestOutcome",
+    "blob_id_at",
     "build_bwrap_argv",
+    "changed_paths",
     "check_sandbox",
     "describe_validation_error",
+    "diff_changes",
     "fetch_commits",
+    "file_at",
+    "first_parent",
+    "git_errors",
+    "git_message",
     "launch",
     "mounted_host_paths",
+    "open_repo",
     "open_worktree",
     "parent_of",
     "parse_sandbox_config",
     "prepare_writable_tree",
     "python_runtime",
+    "repo_root",
     "require_sandbox",
     "resolve_commit",
     "run_agent_tests",
+    "run_git",
     "run_properties",
     "scratch_clone",
     "tree_path_inside",

@@ -17,15 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ._argv import LaunchSpec, drops_privileges
 from ._config import SandboxConfig
 from ._errors import PatchwardenError, SandboxError
-from ._launch import (
-    LaunchSpec,
-    ProcessResult,
-    drops_privileges,
-    python_runtime,
-    run_unchecked,
-)
+from ._launch import run_unchecked
+from ._runtime import python_runtime
+from ._supervise import ProcessResult
 
 MIN_BWRAP_VERSION = (0, 5, 0)
 """The oldest bubblewrap with --perms for --tmpfs, which the sandbox's /tmp and $HOME need.

@@ -17,8 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ._argv import LaunchSpec
 from ._config import Limits, SandboxConfig
-from ._launch import LaunchSpec, ProcessResult, launch, python_runtime
+from ._launch import launch
+from ._runtime import python_runtime
+from ._supervise import ProcessResult
 
 REPORTER_SOURCE = (Path(__file__).with_name("_reporter.py")).read_text(encoding="utf-8")
 SENTINEL = "__patchwarden_sentinel__"

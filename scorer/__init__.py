@@ -24,47 +24,56 @@ from ._fixtures import (
     pin_fixtures,
     read_manifest,
 )
-from ._freeze import DEFAULT_RECORD, FieldReject, FreezeRecord, check_freeze_record, freeze_check
-from ._freeze_propose import FreezeProposal, propose_freeze, propose_freeze_record
-from ._gate import (
+from ._process import serve_scorer, verdict_summary
+from ._score import ScoreRequest, Verdict, restore_from_parent, score
+from ._verdicts import VerdictBundle, load_verdict, read_index
+from .checks import BoundaryChange, Check, Finding, boundary_changes, find_suspicious
+from .gate import (
     Decision,
     GateResult,
     PropertyResult,
     Reason,
+    RunRow,
     SideCounts,
     SkipReason,
     combine,
     decide,
     decide_property,
+    dump_rows,
+    make_witness,
+    normalise_witness,
+    parse_rows,
+    read_rows,
+    review_note,
 )
-from ._process import serve_scorer, verdict_summary
-from ._quarantine import (
+from .layers import (
+    DEFAULT_RECORD,
+    DEFAULT_SWEEP_RUNS,
     RELEASE_RUNS,
+    FieldReject,
+    FreezeProposal,
+    FreezeRecord,
     QuarantineList,
+    SweepResult,
+    Ticket,
+    approve_ticket,
+    base_is_broken,
+    check_freeze_record,
+    expire_tickets,
+    freeze_check,
+    list_tickets,
+    parse_expiry,
+    propose_freeze,
+    propose_freeze_record,
     quarantine_list_path,
     read_quarantine_at,
     read_quarantine_list,
     release_check,
-    write_json_atomic,
-)
-from ._review import review_note
-from ._rows import RunRow, dump_rows, parse_rows, read_rows
-from ._score import ScoreRequest, Verdict, restore_from_parent, score
-from ._scorecard import Check
-from ._spec_review import BoundaryChange, boundary_changes
-from ._suspicious import Finding, find_suspicious
-from ._sweep import DEFAULT_SWEEP_RUNS, SweepResult, base_is_broken, sweep
-from ._tickets import (
-    Ticket,
-    approve_ticket,
-    expire_tickets,
-    list_tickets,
-    parse_expiry,
+    sweep,
     ticket_valid_for,
+    write_json_atomic,
     write_ticket,
 )
-from ._verdicts import VerdictBundle, load_verdict, read_index
-from ._witness import make_witness, normalise_witness
 
 __all__ = [
     "DEFAULT_CONTRACT_PATH",

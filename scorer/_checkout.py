@@ -24,8 +24,10 @@ from patchwarden.sandbox import (
     Limits,
     SandboxConfig,
     fetch_commits,
+    file_at,
     open_worktree,
     prepare_writable_tree,
+    repo_root,
     run_agent_tests,
     scratch_clone,
 )
@@ -103,38 +105,12 @@ def run_pytest_once(
         )
 
 
-def resolve_parent(repo: Path, sha: str) -> str | None:
-    """The first parent of ``sha``, or None (a root commit, or one a shallow clone cut off).
-
-    Asked of git itself, which honours the shallow boundary; the commit object
-    would still name a parent that is not there.
-    """
-    try:
-        out = git.Repo(repo).git.rev_parse("--verify", "--quiet", f"{sha}^1^{{commit}}")
-    except git.GitCommandError:
-        return None
-    parent = str(out).strip()
-    return parent or None
-
-
-def show_file(repo: Path, sha: str, path: str) -> bytes | None:
-    """The bytes of ``path`` at commit ``sha``, or None when the commit does not hold it."""
-    try:
-        blob = git.Repo(repo).commit(sha).tree / path
-    except (KeyError, ValueError, git.BadName, git.GitCommandError):
-        return None
-    if blob.type != "blob":
-        return None
-    data: bytes = blob.data_stream.read()
-    return data
-
-
 def contract_at(repo: Path, sha: str, contract: str) -> tuple[Contract, str]:
     """The contract committed at ``sha`` and its tree path."""
     rel = Path(contract)
     if rel.is_absolute() or ".." in rel.parts:
         raise ContractError("the contract must be a path inside the repository", where=contract)
-    data = show_file(repo, sha, rel.as_posix())
+    data = file_at(repo, sha, rel.as_posix())
     if data is None:
         raise ContractError(f"contract not found in commit {sha[:12]}", where=contract)
     try:
@@ -146,13 +122,7 @@ def contract_at(repo: Path, sha: str, contract: str) -> tuple[Contract, str]:
 
 def working_tree(repo: Path) -> Path:
     """The top of ``repo``'s working tree (where operator-reviewed files are written)."""
-    try:
-        top = git.Repo(repo, search_parent_directories=False).working_tree_dir
-    except (git.NoSuchPathError, git.InvalidGitRepositoryError):
-        raise InputError("not a git repository", where=str(repo)) from None
-    if top is None:
-        raise InputError("a bare repository has no working tree to write to", where=str(repo))
-    return Path(top).resolve()
+    return repo_root(repo)
 
 
 def read_contract_at(repo: Path, sha: str, contract: str) -> tuple[Contract, str | None]:
@@ -172,7 +142,7 @@ def read_only_paths_at(
     """Every contract path (SPEC section 3) at ``sha``, the manifest's fixtures included."""
     fixtures: list[str] = []
     if contract.fixture_manifest:
-        data = show_file(repo, sha, contract.fixture_manifest)
+        data = file_at(repo, sha, contract.fixture_manifest)
         if data is not None:
             where = f"{sha[:12]}:{contract.fixture_manifest}"
             try:

@@ -36,9 +36,8 @@ from patchwarden.sandbox import SandboxConfig, require_sandbox
 from ._checkout import read_contract_at, state_dir
 from ._config import ScorerConfig
 from ._errors import InputError, PatchwardenError
-from ._freeze_propose import propose_freeze_record
-from ._quarantine import read_quarantine_at
 from ._score import ScoreRequest, Verdict, score
+from .layers import propose_freeze_record, read_quarantine_at
 
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 MAX_REQUEST_BYTES = 64 * 1024

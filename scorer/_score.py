@@ -21,6 +21,8 @@ from patchwarden.sandbox import (
     PropertyRun,
     PropertyTarget,
     SandboxConfig,
+    diff_changes,
+    file_at,
     require_sandbox,
     resolve_commit,
     run_properties,
@@ -38,12 +40,7 @@ from ._contract import (
 )
 from ._errors import ContractError, InputError
 from ._fixtures import guard_fixtures, read_manifest
-from ._gate import Decision, GateResult, Reason, SkipReason, decide
-from ._quarantine import QuarantineList, quarantine_list_path, read_quarantine_list
-from ._restore import remove_bytecode, restore_from_parent, tree_entries
-from ._review import review_note
-from ._rows import RunRow, dump_rows
-from ._scorecard import (
+from .checks import (
     PYPROJECT,
     Change,
     Check,
@@ -60,10 +57,14 @@ from ._scorecard import (
     check_test_tampering,
     final_decision,
     matches,
+    remove_bytecode,
+    restore_from_parent,
+    tree_entries,
     under,
 )
-from ._tickets import ticket_path as ticket_file
-from ._tickets import write_ticket
+from .gate import Decision, GateResult, Reason, RunRow, SkipReason, decide, dump_rows, review_note
+from .layers import QuarantineList, quarantine_list_path, read_quarantine_list, write_ticket
+from .layers import ticket_path as ticket_file
 
 TREES = ("parent", "patch")
 
@@ -110,9 +111,7 @@ class ScoreRequest:
 
 
 def _changes(clone: git.Repo, parent: str, patch: str) -> list[Change]:
-    out = clone.git.diff("--name-status", "--no-renames", "-z", parent, patch)
-    fields = [f for f in out.split("\0") if f]
-    return [Change(status=fields[i][0], path=fields[i + 1]) for i in range(0, len(fields) - 1, 2)]
+    return [Change(status=d.status, path=d.path) for d in diff_changes(clone, parent, patch)]
 
 
 def _load_contract(tree: Path, request: ScoreRequest) -> tuple[Contract, str | None]:
@@ -441,7 +440,7 @@ def _score_trees(
 
 def _show_text(clone: git.Repo, sha: str, path: str) -> str:
     """A file's text at ``sha`` as Python would read it (coding cookie honoured)."""
-    raw: bytes = (clone.commit(sha).tree / path).data_stream.read()
+    raw = file_at(clone, sha, path) or b""
     try:
         return importlib.util.decode_source(raw)
     except (SyntaxError, UnicodeDecodeError, LookupError):

@@ -14,7 +14,7 @@ from typing import Any
 
 from ._bundle import INDEX, VERDICTS_DIR
 from ._errors import InputError
-from ._tickets import Ticket, read_ticket, ticket_path
+from .layers import Ticket, read_ticket, ticket_path
 
 NOTE_FILE = "review-note.txt"
 

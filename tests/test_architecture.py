@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import inspect
 from pathlib import Path
 
 import pytest
@@ -64,6 +65,7 @@ def test_facade_exports_exist_and_are_sorted(package: str) -> None:
         name
         for name, value in vars(module).items()
         if not name.startswith("_")
+        and not inspect.ismodule(value)
         and getattr(value, "__module__", module.__name__).startswith(module.__name__)
         and name not in {"annotations"}
     }

@@ -22,6 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from patchwarden.sandbox import SandboxConfig
+from patchwarden.sandbox import blob_id_at as blob_at
 from patchwarden.scorer import (
     FreezeProposal,
     FreezeRecord,
@@ -29,8 +30,8 @@ from patchwarden.scorer import (
     propose_freeze,
     propose_freeze_record,
 )
-from patchwarden.scorer._freeze import RunEvidence, blob_at, check_disagreement
 from patchwarden.scorer._hashing import sha256_file
+from patchwarden.scorer.layers._freeze import RunEvidence, check_disagreement
 from tests._git_repos import (
     COUNTER_SOURCE,
     GIT_ENV,
@@ -493,7 +494,7 @@ def test_step1_stops_when_the_copy_does_not_hash_like_the_fixture(
 ) -> None:
     """A copy that changes between write and re-hash cannot be caused for real on a sane
     filesystem: here the writer is made to corrupt it (the one fake in this file)."""
-    import patchwarden.scorer._freeze_propose as procedure
+    import patchwarden.scorer.layers._freeze_propose as procedure
 
     real = procedure._write_copy
     monkeypatch.setattr(procedure, "_write_copy", lambda ctx, data: real(ctx, data + b" "))

@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from patchwarden.scorer import QuarantineList
-from patchwarden.scorer._quarantine import (
+from patchwarden.scorer.layers._quarantine import (
     BrokenTest,
     QuarantinedTest,
     ReleaseCheck,

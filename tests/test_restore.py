@@ -104,7 +104,7 @@ def test_nothing_to_restore_is_an_empty_list(trees: tuple[Path, Path]) -> None:
 
 
 def test_committed_bytecode_is_removed_from_a_tree(tmp_path: Path) -> None:
-    from patchwarden.scorer._restore import remove_bytecode
+    from patchwarden.scorer.checks._restore import remove_bytecode
 
     write(
         tmp_path,

@@ -19,7 +19,7 @@ import pytest
 
 from patchwarden.sandbox import AgentRun, ProcessResult, TestOutcome
 from patchwarden.scorer import ScorerConfig, base_is_broken, load_contract
-from patchwarden.scorer._sweep import tally_runs
+from patchwarden.scorer.layers._sweep import tally_runs
 from tests._git_repos import (
     COUNTER_SOURCE,
     PYPROJECT,

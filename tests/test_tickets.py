@@ -21,7 +21,7 @@ from patchwarden.scorer import (
     ticket_valid_for,
     write_ticket,
 )
-from patchwarden.scorer._tickets import parse_expiry, read_ticket
+from patchwarden.scorer.layers._tickets import parse_expiry, read_ticket
 from patchwarden.server.cli import cli
 
 PATCH = "a" * 40

@@ -15,8 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ._gate import Decision, GateResult, Reason
-from ._review import _one_line
+from ..gate import Decision, GateResult, Reason, one_line
 from ._spec_review import boundary_changes
 from ._suspicious import new_suspicious
 
@@ -232,6 +231,6 @@ def check_lines(checks: Sequence[Check]) -> str:
         line = f"check {c.check:<{width}}  {c.outcome:<6}"
         if c.evidence:
             more = f" (+{len(c.evidence) - 1} more)" if len(c.evidence) > 1 else ""
-            line += f"  {_one_line(c.evidence[0])}{more}"
+            line += f"  {one_line(c.evidence[0])}{more}"
         lines.append(line.rstrip())
     return "".join(line + "\n" for line in lines)

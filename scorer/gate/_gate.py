@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ._contract import Contract
+from .._contract import Contract
 from ._rows import STATUSES, RunRow
 from ._witness import normalise_witness
 

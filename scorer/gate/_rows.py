@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ._errors import InputError
+from .._errors import InputError
 
 STATUSES = ("pass", "fail")
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from ._gate import GateResult
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
     """Property ids come from input files: keep the note at four lines whatever they hold."""
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
@@ -30,7 +30,7 @@ def review_note(
     if details:
         decision += f" ({'; '.join(details)})"
     reasons = (
-        ", ".join(f"{_one_line(r.prop)}={r.reason}" for r in result.results)
+        ", ".join(f"{one_line(r.prop)}={r.reason}" for r in result.results)
         or "(none: gate skipped)"
     )
     sides = []

@@ -33,35 +33,39 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from patchwarden.sandbox import AgentRun, SandboxConfig, resolve_commit
+from patchwarden.sandbox import (
+    AgentRun,
+    SandboxConfig,
+    blob_id_at,
+    changed_paths,
+    file_at,
+    first_parent,
+    resolve_commit,
+)
 
-from ._checkout import (
+from .._checkout import (
     clean_checkout,
     contract_at,
     read_only_paths_at,
-    resolve_parent,
     run_pytest_once,
     scorer_clone,
-    show_file,
     working_tree,
 )
-from ._config import ScorerConfig
-from ._contract import DEFAULT_CONTRACT_PATH, FREEZE_DIR, Contract
-from ._errors import ContractError, InputError, PatchwardenError
-from ._fixtures import Manifest
+from .._config import ScorerConfig
+from .._contract import DEFAULT_CONTRACT_PATH, FREEZE_DIR, Contract
+from .._errors import ContractError, InputError, PatchwardenError
+from .._fixtures import Manifest
+from .._hashing import sha256_bytes, sha256_file
+from ..checks import restore_from_parent
 from ._freeze import (
     DEFAULT_RECORD,
     SELECTION_ERROR_EXIT,
     FreezeRecord,
     RunEvidence,
-    blob_at,
-    changed_paths,
     check_freeze_record,
     node_id_problem,
 )
-from ._hashing import sha256_bytes, sha256_file
 from ._quarantine import utc_stamp, write_json_atomic
-from ._restore import restore_from_parent
 
 Status = Literal["proposed_for_review", "rejected"]
 STAGED_RECORD = f"{FREEZE_DIR}/.record.proposed.json"
@@ -157,7 +161,7 @@ def _write_copy(ctx: _Context, data: bytes) -> Path:
 
 def _step1_fixture(ctx: _Context) -> tuple[str, str]:
     """Copy the fixture; return (copy path relative to out_root, its digest)."""
-    data = show_file(ctx.repo, ctx.head, ctx.fixture)
+    data = file_at(ctx.repo, ctx.head, ctx.fixture)
     if data is None:
         raise _Rejected(1, f"fixture_path: {ctx.fixture} is not a file in HEAD")
     digest = sha256_bytes(data)  # recorded before any test process starts
@@ -232,7 +236,7 @@ def _step3_oracle(ctx: _Context) -> str:
         raise _Rejected(
             3, "oracle_path: HEAD^ is not available (root commit or shallow clone); failing closed"
         )
-    blob = blob_at(ctx.repo, ctx.parent, ctx.oracle)
+    blob = blob_id_at(ctx.repo, ctx.parent, ctx.oracle)
     if blob is None:
         raise _Rejected(3, f"oracle_path: missing at HEAD^: {ctx.oracle}")
     if ctx.oracle in changed_paths(ctx.repo, ctx.parent, ctx.head):
@@ -356,7 +360,7 @@ def propose_freeze(
             where=str(root / DEFAULT_RECORD),
         )
     head_sha = resolve_commit(top, head)
-    parent = resolve_parent(top, head_sha)
+    parent = first_parent(top, head_sha)
     found, contract_paths = _load_contract(top, head_sha, parent, contract)
     ctx = _Context(
         repo=top,
@@ -413,7 +417,7 @@ def propose_freeze(
 def _manifest_at(repo: Path, sha: str, contract: Contract) -> Manifest | None:
     if not contract.fixture_manifest:
         return None
-    data = show_file(repo, sha, contract.fixture_manifest)
+    data = file_at(repo, sha, contract.fixture_manifest)
     if data is None:
         return None
     try:
@@ -478,7 +482,7 @@ def propose_freeze_record(
     out_root.mkdir(parents=True, exist_ok=False)
     try:
         if fixture is None or oracle is None:
-            parent = resolve_parent(repo, patch_sha)
+            parent = first_parent(repo, patch_sha)
             if parent is None:
                 raise InputError("the patch has no parent commit; failing closed")
             contract_obj, _ = contract_at(repo, parent, contract)

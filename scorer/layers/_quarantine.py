@@ -28,12 +28,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from patchwarden.sandbox import AgentRun, SandboxConfig, resolve_commit
+from patchwarden.sandbox import AgentRun, SandboxConfig, file_at, resolve_commit
 
-from ._checkout import contract_at, run_pytest_once, scorer_clone, show_file, working_tree
-from ._config import ScorerConfig
-from ._contract import DEFAULT_CONTRACT_PATH, Contract
-from ._errors import InputError
+from .._checkout import contract_at, run_pytest_once, scorer_clone, working_tree
+from .._config import ScorerConfig
+from .._contract import DEFAULT_CONTRACT_PATH, Contract
+from .._errors import InputError
 
 RELEASE_RUNS = 10
 """Consecutive clean runs a quarantined test needs before it returns (SPEC section 7)."""
@@ -337,7 +337,7 @@ def read_quarantine_at(repo: Path, sha: str, contract: Contract) -> list[str]:
     A list that does not parse is an input error, never an empty quarantine.
     """
     rel = quarantine_list_path(contract)
-    data = show_file(repo, sha, rel)
+    data = file_at(repo, sha, rel)
     if data is None:
         return []
     return parse_quarantine_list(data.decode("utf-8", "replace"), f"{sha[:12]}:{rel}").test_ids()

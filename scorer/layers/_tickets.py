@@ -20,7 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ._errors import InputError
+from .._errors import InputError
 from ._quarantine import utc_stamp, write_json_atomic
 
 TICKETS_DIR = "tickets"

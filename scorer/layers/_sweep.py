@@ -24,20 +24,19 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from patchwarden.sandbox import AgentRun, SandboxConfig, resolve_commit
+from patchwarden.sandbox import AgentRun, SandboxConfig, file_at, resolve_commit
 
-from ._checkout import (
+from .._checkout import (
     contract_at,
     repo_key,
     run_pytest_once,
     scorer_clone,
-    show_file,
     state_dir,
     working_tree,
 )
-from ._config import ScorerConfig
-from ._contract import DEFAULT_CONTRACT_PATH, Contract
-from ._errors import InputError
+from .._config import ScorerConfig
+from .._contract import DEFAULT_CONTRACT_PATH, Contract
+from .._errors import InputError
 from ._quarantine import (
     Tally,
     merge_sweep,
@@ -217,7 +216,7 @@ def base_is_broken(
     if contract is None:
         return []
     rel = quarantine_list_path(contract)
-    data = show_file(Path(repo), base_sha, rel)
+    data = file_at(Path(repo), base_sha, rel)
     if data is None:
         return []
     try:

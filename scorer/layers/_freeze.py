@@ -16,17 +16,22 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import git
 from pydantic import BaseModel, ConfigDict, Field
 
-from patchwarden.sandbox import SandboxConfig, resolve_commit
+from patchwarden.sandbox import (
+    SandboxConfig,
+    blob_id_at,
+    changed_paths,
+    first_parent,
+    resolve_commit,
+)
 
-from ._checkout import clean_checkout, resolve_parent, scorer_clone, working_tree
+from .._checkout import clean_checkout, scorer_clone, working_tree
+from .._config import ScorerConfig
+from .._contract import FREEZE_DIR
+from .._errors import InputError
+from .._hashing import sha256_file
 from ._collector import collect_node_id
-from ._config import ScorerConfig
-from ._contract import FREEZE_DIR
-from ._errors import InputError
-from ._hashing import sha256_file
 
 RECORD_NAME = "record.json"
 DEFAULT_RECORD = f"{FREEZE_DIR}/{RECORD_NAME}"
@@ -99,21 +104,6 @@ def load_record(path: Path) -> dict[str, Any]:
 def _relative(value: str) -> bool:
     pure = PurePosixPath(value)
     return bool(value) and not pure.is_absolute() and ".." not in pure.parts and "\\" not in value
-
-
-def blob_at(repo: Path, sha: str, path: str) -> str | None:
-    """The git blob id of ``path`` at ``sha``, or None when it is not a file there."""
-    try:
-        entry = git.Repo(repo).commit(sha).tree / path
-    except (KeyError, ValueError, git.BadName, git.GitCommandError):
-        return None
-    return str(entry.hexsha) if entry.type == "blob" else None
-
-
-def changed_paths(repo: Path, parent: str, head: str) -> set[str]:
-    """``git diff --name-only HEAD^ HEAD`` (renames as delete + add, so both names count)."""
-    out = git.Repo(repo).git.diff("--name-only", "--no-renames", "-z", parent, head)
-    return {name for name in str(out).split("\0") if name}
 
 
 def node_id_problem(value: object) -> str:
@@ -202,11 +192,11 @@ def _check_oracle(path_value: Any, blob_value: Any, repo: Path, head: str) -> tu
     """(oracle_path problem, oracle_blob problem)."""
     if not isinstance(path_value, str) or not _relative(path_value):
         return "must be a relative path inside the repository", "cannot be checked without a path"
-    parent = resolve_parent(repo, head)
+    parent = first_parent(repo, head)
     if parent is None:
         why = "HEAD^ is not available (root commit or shallow clone); failing closed"
         return why, "cannot be checked without HEAD^"
-    actual = blob_at(repo, parent, path_value)
+    actual = blob_id_at(repo, parent, path_value)
     if actual is None:
         return f"missing at HEAD^: {path_value}", "cannot be checked: the path is missing at HEAD^"
     if not isinstance(blob_value, str) or not _BLOB.match(blob_value):
