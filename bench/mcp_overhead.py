@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 from mcp import Client  # noqa: E402
 
 from patchwarden.sandbox import SandboxConfig, run_agent_tests  # noqa: E402
-from patchwarden.server._cli_session import build_demo, server_parameters  # noqa: E402
+from patchwarden.server._demo import build_demo, server_parameters  # noqa: E402
 
 DEFAULT_TESTS = ["tests/test_unit.py"]
 PYTEST_FLAGS = ["-p", "no:cacheprovider", "-q"]

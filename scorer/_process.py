@@ -1,69 +1,86 @@
-"""The scorer process: the trusted side of an agent session (SPEC section 2, zone 3).
+"""The scorer process: the trusted side of an agent session (docs/design/scoring.md).
 
-The MCP server starts it as a child (``patchwarden scorer ...``) and talks
-to it over the child's private stdin/stdout pipe, one JSON object per line:
+The MCP server starts it as a child (``python -m patchwarden.scorer``) and talks to it over
+the child's private stdin/stdout pipe in the typed protocol of :mod:`.protocol`: a ``Start``
+line first (answered ``Ready`` once its setup holds, or ``Failure`` and exit 2), then one
+request per line, each answered by id. It takes commit ids only, never file contents; it
+reads both commits from the repository it was started for, into its own state directory
+(mode 0700). The summary is built here, so witnesses, tracebacks and seed values never
+leave this process; the full evidence goes to the reviewers' log directory.
 
-    -> {"id": 1, "op": "score", "parent": "<40 hex>", "patch": "<40 hex>"}
-    <- {"id": 1, "summary": {"verdict_id": ..., "decision": ..., "results": [...],
-                            "scorecard": [...], "counts": {...}}}
-    -> {"id": 2, "op": "freeze", "patch": "<40 hex>", "test_id": "...", "reason": "..."}
-    <- {"id": 2, "freeze": {"status": "proposed_for_review" | "rejected", "reason": "..."}}
-    <- {"id": ..., "error": "one line"}             on any failure
-
-The first line the scorer writes is ``{"ready": true}`` once its setup holds
-(or ``{"error": ...}`` and exit 2). It takes commit ids only, never file
-contents; it reads both commits from the repository it was started with,
-into its own state directory (mode 0700). The summary is built here, so
-witnesses, tracebacks and seed values never leave this process; the full
-evidence goes to the reviewers' log directory.
+This module never imports the server (tests/test_architecture.py runs the real child and
+checks the modules it loaded).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import signal
 import sys
 import traceback
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
-import git
+from pydantic import BaseModel, ValidationError
 
-from patchwarden.sandbox import SandboxConfig, require_sandbox
+from patchwarden.sandbox import SandboxConfig, repo_root, require_sandbox
 
 from ._checkout import read_contract_at, state_dir
 from ._config import ScorerConfig
-from ._errors import InputError, PatchwardenError
+from ._errors import PatchwardenError
 from ._score import ScoreRequest, Verdict, score
 from .layers import propose_freeze_record, read_quarantine_at
+from .protocol import (
+    MAX_LINE_BYTES,
+    REQUEST,
+    CheckOutcome,
+    Failure,
+    FreezeHandled,
+    FreezeSummary,
+    Ping,
+    Pong,
+    PropertyVerdict,
+    ProposeFreeze,
+    Ready,
+    Request,
+    Scored,
+    ScorePatch,
+    SideCount,
+    Start,
+    VerdictSummary,
+    encode,
+)
 
-SHA_RE = re.compile(r"^[0-9a-f]{40}$")
-MAX_REQUEST_BYTES = 64 * 1024
 FREEZE_PROPOSED = "freeze record proposed for review; a reviewer decides"
 MAX_FREEZE_REASON_CHARS = 500
-MAX_TEST_ID_CHARS = 1000
 
 
-def verdict_summary(verdict: Verdict) -> dict[str, Any]:
-    """What the agent may see of a verdict: ids, decisions, reason codes, outcomes, counts.
-
-    No witness, no traceback, no seed, no evidence text, no paths.
-    """
-    return {
-        "verdict_id": verdict.verdict_id,
-        "decision": verdict.decision,
-        "results": [
-            {"prop": r.prop, "decision": r.decision, "reason": str(r.reason)}
+def verdict_summary(verdict: Verdict) -> VerdictSummary:
+    """What the agent may see of a verdict: ids, decisions, reason codes, outcomes, counts."""
+    return VerdictSummary(
+        verdict_id=verdict.verdict_id,
+        decision=verdict.decision,
+        results=[
+            PropertyVerdict(prop=r.prop, decision=r.decision, reason=str(r.reason))
             for r in verdict.gate.results
         ],
-        "scorecard": [{"check": c.check, "outcome": c.outcome} for c in verdict.scorecard],
-        "counts": {
-            side: {"lines": c.lines, "pass": c.pass_, "fail": c.fail}
+        scorecard=[CheckOutcome(check=c.check, outcome=c.outcome) for c in verdict.scorecard],
+        counts={
+            side: SideCount.model_validate({"lines": c.lines, "pass": c.pass_, "fail": c.fail})
             for side, c in verdict.gate.counts.items()
         },
-    }
+    )
+
+
+def freeze_summary(status: str, reason: str, config: ScorerConfig) -> FreezeSummary:
+    """What the agent sees of a freeze proposal: the status and a one-line reason without the
+    reviewers' or the scorer's host paths."""
+    if status == "proposed_for_review":
+        return FreezeSummary(status="proposed_for_review", reason=FREEZE_PROPOSED)
+    line = reason.splitlines()[0] if reason else "rejected"
+    for directory, name in ((config.log_dir, "<log dir>"), (config.state_dir, "<scorer state>")):
+        line = line.replace(str(Path(directory).resolve()), name).replace(directory, name)
+    return FreezeSummary(status="rejected", reason=line[:MAX_FREEZE_REASON_CHARS])
 
 
 class ScorerSession:
@@ -77,93 +94,87 @@ class ScorerSession:
         self.config = config
         self.sandbox_config = sandbox_config
 
-    def handle(self, request: Any) -> dict[str, Any]:
-        if not isinstance(request, dict):
-            return {"id": None, "error": "a request must be a JSON object"}
-        request_id = request.get("id")
-        if not isinstance(request_id, int | str) or isinstance(request_id, bool):
-            return {"id": None, "error": "a request needs an id (integer or string)"}
-        op = request.get("op")
+    def handle(self, request: Request) -> BaseModel:
         try:
-            if op == "score":
-                return {"id": request_id, "summary": self.score(request)}
-            if op == "freeze":
-                return {"id": request_id, "freeze": self.freeze(request)}
-            if op == "ping":
-                return {"id": request_id, "pong": True}
-            return {"id": request_id, "error": f"unknown op {op!r}"}
+            if isinstance(request, ScorePatch):
+                return Scored(id=request.id, summary=self.score(request))
+            if isinstance(request, ProposeFreeze):
+                return FreezeHandled(id=request.id, freeze=self.freeze(request))
+            assert isinstance(request, Ping)
+            return Pong(id=request.id)
         except PatchwardenError as exc:
-            return {"id": request_id, "error": str(exc)}
+            return Failure(id=request.id, error=str(exc))
 
-    def score(self, request: dict[str, Any]) -> dict[str, Any]:
-        parent, patch = request.get("parent"), request.get("patch")
-        for name, value in (("parent", parent), ("patch", patch)):
-            if not isinstance(value, str) or not SHA_RE.match(value):
-                raise InputError(f"{name} must be a full commit id (40 lowercase hex digits)")
-        assert isinstance(parent, str) and isinstance(patch, str)
-        contract, _ = read_contract_at(self.repo, parent, self.contract)
-        quarantined = read_quarantine_at(self.repo, parent, contract)
+    def score(self, request: ScorePatch) -> VerdictSummary:
+        contract, _ = read_contract_at(self.repo, request.parent, self.contract)
+        quarantined = read_quarantine_at(self.repo, request.parent, contract)
         verdict = score(
-            ScoreRequest(repo=self.repo, contract=self.contract, parent=parent, patch=patch),
+            ScoreRequest(
+                repo=self.repo, contract=self.contract, parent=request.parent, patch=request.patch
+            ),
             self.config,
             self.sandbox_config,
             quarantined=quarantined,
         )
         return verdict_summary(verdict)
 
-    def freeze(self, request: dict[str, Any]) -> dict[str, str]:
-        """The five-step freeze procedure (SPEC section 9) for one test of one patch commit.
-
-        Never skips anything: the record, if any, goes to the log directory for a reviewer.
-        """
-        test_id, reason, patch = request.get("test_id"), request.get("reason"), request.get("patch")
-        if not isinstance(test_id, str) or not test_id or len(test_id) > MAX_TEST_ID_CHARS:
-            raise InputError("test_id must be a pytest node id")
-        if not isinstance(reason, str):
-            raise InputError("reason must be a string")
-        if not isinstance(patch, str) or not SHA_RE.match(patch):
-            raise InputError("patch must be a full commit id (40 lowercase hex digits)")
+    def freeze(self, request: ProposeFreeze) -> FreezeSummary:
+        """The five-step freeze procedure for one test of one patch commit. Never skips
+        anything: the record, if any, goes to the log directory for a reviewer."""
         proposal = propose_freeze_record(
             self.repo,
-            patch,
-            test_id,
+            request.patch,
+            request.test_id,
             self.config,
             self.sandbox_config,
             contract=self.contract,
-            reason=reason,
+            reason=request.reason,
         )
         return freeze_summary(proposal.status, proposal.reason, self.config)
 
 
-def freeze_summary(status: str, reason: str, config: ScorerConfig) -> dict[str, str]:
-    """What the agent sees of a freeze proposal: the status and a one-line reason without the
-    reviewers' or the scorer's host paths."""
-    if status == "proposed_for_review":
-        return {"status": status, "reason": FREEZE_PROPOSED}
-    line = reason.splitlines()[0] if reason else "rejected"
-    for directory, name in ((config.log_dir, "<log dir>"), (config.state_dir, "<scorer state>")):
-        line = line.replace(str(Path(directory).resolve()), name).replace(directory, name)
-    return {"status": "rejected", "reason": line[:MAX_FREEZE_REASON_CHARS]}
-
-
-def _write(out: IO[bytes], obj: dict[str, Any]) -> None:
-    out.write(json.dumps(obj, sort_keys=True).encode() + b"\n")
+def _write(out: IO[bytes], message: BaseModel) -> None:
+    out.write(encode(message))
     out.flush()
 
 
-def serve_scorer(
-    repo: Path,
-    contract: str,
-    config: ScorerConfig,
-    sandbox_config: SandboxConfig,
-    *,
-    stdin: IO[bytes] | None = None,
-    stdout: IO[bytes] | None = None,
-) -> int:
-    """Run the request loop on stdin/stdout until EOF; return the exit code.
+def _read_line(stdin: IO[bytes]) -> bytes | None:
+    """One line, or None at EOF; a line over the limit is read to its end and refused."""
+    line = stdin.readline(MAX_LINE_BYTES + 1)
+    if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+        while line and not line.endswith(b"\n"):
+            line = stdin.readline(MAX_LINE_BYTES + 1)
+        return b"\0too long"
+    return line or None
 
-    Our stdout is the protocol channel: it is moved to a private descriptor
-    and fd 1 is pointed at stderr, so a stray print cannot corrupt it.
+
+def _validation_summary(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    if first["type"] == "json_invalid":
+        return "malformed request: not one JSON object per line"
+    where = ".".join(str(p) for p in first["loc"]) or "request"
+    return f"malformed request: {where}: {first['msg']}"
+
+
+def _start(stdin: IO[bytes]) -> ScorerSession:
+    line = _read_line(stdin)
+    if line is None:
+        raise PatchwardenError("the server closed the channel before the start line")
+    try:
+        start = Start.model_validate_json(line)
+    except ValidationError as exc:
+        raise PatchwardenError(_validation_summary(exc)) from None
+    require_sandbox(start.sandbox)
+    state_dir(start.scorer)
+    repo = repo_root(Path(start.repo))
+    return ScorerSession(repo, start.contract, start.scorer, start.sandbox)
+
+
+def serve_scorer(stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None) -> int:
+    """Run the request loop until EOF; return the exit code.
+
+    Our stdout is the protocol channel: it is moved to a private descriptor and fd 1 is
+    pointed at stderr, so a stray print cannot corrupt it.
     """
     # A terminal's Ctrl-C reaches the whole process group; the server decides when we stop
     # (it closes our stdin), so an interrupt here would only cut a verdict short.
@@ -175,40 +186,27 @@ def serve_scorer(
     if stdin is None:
         stdin = sys.stdin.buffer
     try:
-        require_sandbox(sandbox_config)
-        state_dir(config)
-        repo = Path(git.Repo(repo).working_tree_dir or repo).resolve()
+        session = _start(stdin)
     except PatchwardenError as exc:
-        _write(stdout, {"error": str(exc)})
+        _write(stdout, Failure(error=str(exc)))
         return 2
     except OSError as exc:
-        _write(stdout, {"error": f"{exc.filename or config.state_dir}: {exc.strerror or exc}"})
+        _write(stdout, Failure(error=f"{exc.filename or 'scorer'}: {exc.strerror or exc}"))
         return 2
-    except (git.NoSuchPathError, git.InvalidGitRepositoryError):
-        _write(stdout, {"error": f"{repo}: not a git repository"})
-        return 2
-    session = ScorerSession(repo, contract, config, sandbox_config)
-    _write(stdout, {"ready": True})
-    while True:
-        line = stdin.readline(MAX_REQUEST_BYTES + 1)
-        if not line:
-            return 0
-        if len(line) > MAX_REQUEST_BYTES and not line.endswith(b"\n"):
-            while line and not line.endswith(b"\n"):
-                line = stdin.readline(MAX_REQUEST_BYTES + 1)
-            _write(stdout, {"id": None, "error": f"request longer than {MAX_REQUEST_BYTES} bytes"})
+    _write(stdout, Ready())
+    while (line := _read_line(stdin)) is not None:
+        if line == b"\0too long":
+            _write(stdout, Failure(error=f"request longer than {MAX_LINE_BYTES} bytes"))
             continue
         try:
-            request = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            _write(stdout, {"id": None, "error": "a request must be one JSON object per line"})
+            request = REQUEST.validate_json(line)
+        except ValidationError as exc:
+            _write(stdout, Failure(error=_validation_summary(exc)))
             continue
         try:
-            response = session.handle(request)
+            answer = session.handle(request)
         except Exception as exc:  # a bug: keep serving, fail this request closed
             traceback.print_exc(file=sys.stderr)
-            response = {
-                "id": request.get("id") if isinstance(request, dict) else None,
-                "error": f"internal scorer error ({type(exc).__name__})",
-            }
-        _write(stdout, response)
+            answer = Failure(id=request.id, error=f"internal scorer error ({type(exc).__name__})")
+        _write(stdout, answer)
+    return 0

@@ -40,6 +40,7 @@ from patchwarden.scorer import (
     read_only_paths_at,
     read_quarantine_at,
 )
+from patchwarden.scorer.protocol import Start
 
 from ._audit import AuditLog, AuditMiddleware
 from ._paths import PathPolicy
@@ -191,6 +192,19 @@ def prepare(options: ServeOptions) -> Setup:
     )
 
 
+def scorer_start(setup: Setup) -> Start:
+    """The scorer child's settings: the operator's, with the log directory resolved and every
+    secret directory hidden from its sandboxed runs as from the agent's."""
+    scorer = setup.config.scorer.model_copy(update={"log_dir": str(setup.log_dir)})
+    secret = [setup.scorer_state, setup.log_dir, setup.server_state]
+    return Start(
+        repo=str(setup.repo),
+        contract=setup.contract_arg,
+        scorer=scorer,
+        sandbox=hide_secret_dirs(setup.config.sandbox, secret),
+    )
+
+
 def protected_for_agent(setup: Setup) -> list[str]:
     """Globs the server refuses to write besides the contract paths.
 
@@ -242,21 +256,16 @@ def run_serve(options: ServeOptions) -> None:
 
 
 async def _serve(setup: Setup, workspace: Workspace, transport: Transport) -> None:
-    argv = scorer_argv(
-        repo=setup.repo,
-        contract=setup.contract_arg,
-        log_dir=setup.log_dir,
-        config_path=setup.config_path,
-    )
+    argv, start = scorer_argv(), scorer_start(setup)
     if transport == "http":  # uvicorn handles SIGINT and SIGTERM itself
-        async with start_scorer(argv) as scorer:
+        async with start_scorer(argv, start) as scorer:
             app = _start_app(setup, workspace, scorer, transport)
             await _serve_http(app, setup.config.agent.http_token, setup.config.agent.http_port)
         return
     started: list[ScorerClient] = []
     async with anyio.create_task_group() as tg:
         await tg.start(_stop_on_signal, started, workspace)
-        async with start_scorer(argv) as scorer:
+        async with start_scorer(argv, start) as scorer:
             started.append(scorer)
             await _start_app(setup, workspace, scorer, transport).run_stdio_async()
         tg.cancel_scope.cancel()

@@ -1,63 +1,52 @@
-"""The server's private channel to the scorer child (see scorer/_process.py).
+"""The server's private channel to the scorer child (scorer/_process.py, scorer/protocol.py).
 
-The scorer runs as a child process of the server; the only way to it is the
-child's stdin/stdout pipe, which the server holds and never passes on (the
-descriptors are close-on-exec, and sandboxed processes get a new PID
-namespace and no network). One request at a time; each response is matched
-by id, so a response to a request the agent cancelled is read and dropped.
+The scorer runs as a child process of the server (``python -m patchwarden.scorer``); the
+only way to it is the child's stdin/stdout pipe, which the server holds and never passes on
+(the descriptors are close-on-exec, and sandboxed processes get a new PID namespace and no
+network). One request at a time; each answer is matched by id, so an answer to a request
+the agent cancelled is read and dropped.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import anyio
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
+from pydantic import ValidationError
 
-from patchwarden.sandbox import SandboxError
+from patchwarden.scorer.protocol import (
+    ANSWER,
+    MAX_ANSWER_BYTES,
+    Answer,
+    Failure,
+    Ping,
+    ProposeFreeze,
+    Ready,
+    ScorePatch,
+    Start,
+    encode,
+)
+
+from ._errors import ScorerUnavailable
 
 READY_TIMEOUT_S = 120.0  # the scorer checks bubblewrap and its state dir before it says ready
 STOP_GRACE_S = 5.0  # after closing its stdin, how long the scorer gets to finish its current line
-MAX_RESPONSE_BYTES = 1024 * 1024
 
 
-class ScorerGone(SandboxError):
+class ScorerGone(ScorerUnavailable):
     """The scorer child exited or broke the protocol; no verdict can be had."""
 
 
-def scorer_argv(
-    *,
-    repo: Path,
-    contract: str,
-    log_dir: Path,
-    config_path: Path | None,
-    python: str = sys.executable,
-) -> list[str]:
-    """The command line that starts the scorer child (the hidden ``patchwarden scorer``)."""
-    argv = [
-        python,
-        "-P",
-        "-m",
-        "patchwarden",
-        "scorer",
-        "--repo",
-        str(repo),
-        "--contract",
-        contract,
-        "--log-dir",
-        str(log_dir),
-    ]
-    if config_path is not None:
-        argv += ["--config", str(config_path)]
-    return argv
+def scorer_argv(python: str = sys.executable) -> list[str]:
+    """The command line that starts the scorer child; its settings come on the channel."""
+    return [python, "-P", "-m", "patchwarden.scorer"]
 
 
 class ScorerClient:
@@ -75,9 +64,9 @@ class ScorerClient:
     def pid(self) -> int:
         return self._process.pid
 
-    async def _read(self) -> dict[str, Any]:
+    async def _read(self) -> Answer:
         try:
-            line = await self._stdout.receive_until(b"\n", MAX_RESPONSE_BYTES)
+            line = await self._stdout.receive_until(b"\n", MAX_ANSWER_BYTES)
         except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError):
             raise ScorerGone(
                 f"the scorer process has exited (code {self._process.returncode})"
@@ -85,40 +74,45 @@ class ScorerClient:
         except anyio.DelimiterNotFound:
             raise ScorerGone("the scorer sent a line longer than the protocol allows") from None
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            raise ScorerGone("the scorer sent a line that is not JSON") from None
-        if not isinstance(obj, dict):
-            raise ScorerGone("the scorer sent a line that is not a JSON object")
-        return obj
+            return ANSWER.validate_json(line)
+        except ValidationError:
+            raise ScorerGone("the scorer sent a line outside the protocol") from None
 
-    async def wait_ready(self) -> None:
+    async def _send(self, line: bytes) -> None:
+        try:
+            await self._stdin.send(line)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            raise ScorerGone("the scorer process has exited") from None
+
+    async def start(self, start: Start) -> None:
+        """Send the settings and wait until the scorer says ready."""
         try:
             with anyio.fail_after(READY_TIMEOUT_S):
+                await self._send(encode(start))
                 first = await self._read()
         except TimeoutError:
-            raise SandboxError(
+            raise ScorerUnavailable(
                 f"the scorer did not become ready within {READY_TIMEOUT_S:.0f} s"
             ) from None
         except ScorerGone as exc:
-            raise SandboxError(f"the scorer did not start: {exc.message}") from None
-        if first.get("ready") is not True:
-            raise SandboxError(f"the scorer did not start: {first.get('error', first)}")
+            raise ScorerUnavailable(f"the scorer did not start: {exc.message}") from None
+        if isinstance(first, Failure):
+            raise ScorerUnavailable(f"the scorer did not start: {first.error}")
+        if not isinstance(first, Ready):
+            raise ScorerUnavailable("the scorer did not start: it answered out of protocol")
 
-    async def request(self, op: str, fields: Mapping[str, Any]) -> dict[str, Any]:
-        """Send one request and return its response (``{"error": ...}`` raises ScorerGone only for
-        a broken channel; an error answer is returned for the caller to report)."""
+    async def request(self, make: Any, **fields: Any) -> Answer:
+        """Send ``make(id=..., **fields)`` (a protocol request model) and return its answer.
+        A Failure is returned for the caller to report; a broken channel raises ScorerGone."""
         async with self._lock:
             request_id = next(self._ids)
-            line = json.dumps({"id": request_id, "op": op, **fields}).encode() + b"\n"
-            try:
-                await self._stdin.send(line)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                raise ScorerGone("the scorer process has exited") from None
+            request: ScorePatch | ProposeFreeze | Ping = make(id=request_id, **fields)
+            await self._send(encode(request))
             while True:
-                response = await self._read()
-                if response.get("id") == request_id:
-                    return response
+                answer = await self._read()
+                answer_id = getattr(answer, "id", None)
+                if answer_id == request_id or (isinstance(answer, Failure) and answer_id is None):
+                    return answer
                 # An answer to an earlier request whose caller was cancelled.
 
     async def aclose(self) -> None:
@@ -138,9 +132,10 @@ class ScorerClient:
 
 @contextlib.asynccontextmanager
 async def start_scorer(
-    argv: Sequence[str], env: Mapping[str, str] | None = None
+    argv: Sequence[str], start: Start, env: Mapping[str, str] | None = None
 ) -> AsyncIterator[ScorerClient]:
-    """Start the scorer child, wait until it says ready, and stop it on exit."""
+    """Start the scorer child, send it its settings, wait until it says ready, and stop it
+    on exit."""
     process = await anyio.open_process(
         list(argv),
         stdin=subprocess.PIPE,
@@ -150,7 +145,7 @@ async def start_scorer(
     )
     client = ScorerClient(process)
     try:
-        await client.wait_ready()
+        await client.start(start)
         yield client
     finally:
         await client.aclose()

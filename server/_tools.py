@@ -24,7 +24,7 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from patchwarden.sandbox import (
     AgentRun,
@@ -35,6 +35,15 @@ from patchwarden.sandbox import (
     run_agent_tests,
 )
 from patchwarden.scorer import Contract
+from patchwarden.scorer.protocol import (
+    Failure,
+    FreezeHandled,
+    FreezeSummary,
+    ProposeFreeze,
+    Scored,
+    ScorePatch,
+    VerdictSummary,
+)
 
 from ._errors import ToolInputError
 from ._paths import PathPolicy, split_path
@@ -177,38 +186,6 @@ class RunTestsResult(_Out):
     output_tail: str
     """The end of pytest's own output (collection errors show up here)."""
     problems: list[str]
-
-
-class PropertyVerdict(_Out):
-    prop: str
-    decision: Literal["accept", "reject", "propose_freeze", "skipped"]
-    reason: str
-
-
-class CheckOutcome(_Out):
-    check: str
-    outcome: Literal["pass", "review", "reject"]
-
-
-class SideCount(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
-
-    lines: int
-    pass_: int = Field(alias="pass")
-    fail: int
-
-
-class SubmitResult(_Out):
-    verdict_id: str
-    decision: Literal["accept", "reject", "propose_freeze", "skipped"]
-    results: list[PropertyVerdict]
-    scorecard: list[CheckOutcome]
-    counts: dict[str, SideCount]
-
-
-class FreezeResult(_Out):
-    status: Literal["proposed_for_review", "rejected"]
-    reason: str
 
 
 # -- helpers ------------------------------------------------------------------
@@ -610,7 +587,7 @@ def register_tools(mcp: MCPServer[Any], session: Session) -> None:
                 description="Commit message of the patch.",
             ),
         ],
-    ) -> SubmitResult:
+    ) -> VerdictSummary:
         """Commit the worktree as a patch on top of the base and have the scorer judge it.
         Returns the verdict summary; submissions per session are limited."""
         if "\0" in message:
@@ -620,15 +597,12 @@ def register_tools(mcp: MCPServer[Any], session: Session) -> None:
                 raise ToolError(f"submission limit reached ({session.max_submissions} per session)")
             sha = await _in_thread(ws.commit, message)
             with _refusals():
-                response = await session.scorer.request("score", {"parent": ws.base, "patch": sha})
-        if "error" in response or "summary" not in response:
-            raise ToolError(
-                f"the scorer could not judge the patch: {response.get('error', 'no answer')}"
-            )
-        try:
-            return SubmitResult.model_validate(response["summary"])
-        except ValidationError:
-            raise ToolError("the scorer's answer was malformed; no verdict") from None
+                answer = await session.scorer.request(ScorePatch, parent=ws.base, patch=sha)
+        if isinstance(answer, Failure):
+            raise ToolError(f"the scorer could not judge the patch: {answer.error}")
+        if not isinstance(answer, Scored):
+            raise ToolError("the scorer answered out of protocol; no verdict")
+        return answer.summary
 
     @mcp.tool(
         name="request_freeze",
@@ -652,23 +626,20 @@ def register_tools(mcp: MCPServer[Any], session: Session) -> None:
                 description="Why this test should be frozen.",
             ),
         ],
-    ) -> FreezeResult:
+    ) -> FreezeSummary:
         """Ask the scorer to run the freeze procedure (SPEC section 9) for one test of the
         last submitted patch. Never skips anything: the answer is proposed_for_review (a
         reviewer decides) or rejected with the reason."""
         with _refusals():
             _check_node_id(test_id)
         if not ws.submissions:
-            return FreezeResult(status="rejected", reason=NO_PATCH_TO_FREEZE)
+            return FreezeSummary(status="rejected", reason=NO_PATCH_TO_FREEZE)
         with _refusals():
-            response = await session.scorer.request(
-                "freeze", {"patch": ws.submissions[-1], "test_id": test_id, "reason": reason}
+            answer = await session.scorer.request(
+                ProposeFreeze, patch=ws.submissions[-1], test_id=test_id, reason=reason
             )
-        if "error" in response or "freeze" not in response:
-            raise ToolError(
-                f"the scorer could not handle the request: {response.get('error', 'no answer')}"
-            )
-        try:
-            return FreezeResult.model_validate(response["freeze"])
-        except ValidationError:
-            raise ToolError("the scorer's answer was malformed") from None
+        if isinstance(answer, Failure):
+            raise ToolError(f"the scorer could not handle the request: {answer.error}")
+        if not isinstance(answer, FreezeHandled):
+            raise ToolError("the scorer answered out of protocol")
+        return answer.freeze

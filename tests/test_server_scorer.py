@@ -15,7 +15,7 @@ import anyio
 import git
 import pytest
 
-from patchwarden.sandbox import SandboxError
+from patchwarden.sandbox import SandboxConfig
 from patchwarden.scorer import (
     Check,
     GateResult,
@@ -30,6 +30,8 @@ from patchwarden.scorer import (
     verdict_summary,
 )
 from patchwarden.scorer._process import FREEZE_PROPOSED, freeze_summary
+from patchwarden.scorer.protocol import Ping, Pong, ScorePatch, Start, encode
+from patchwarden.server import ScorerUnavailable
 from patchwarden.server._audit import elide_arguments
 from patchwarden.server._scorer_client import ScorerGone, scorer_argv, start_scorer
 
@@ -62,7 +64,7 @@ def test_verdict_summary_carries_no_witness_seed_or_path(tmp_path: Path) -> None
         bundle=tmp_path / "bundle",
         review_note="prop.a|AssertionError seeds 11 29 47\n",
     )
-    summary = verdict_summary(verdict)
+    summary = verdict_summary(verdict).model_dump(mode="json", by_alias=True)
     assert summary == {
         "verdict_id": "v1",
         "decision": "reject",
@@ -168,13 +170,23 @@ def test_contract_without_quarantine_list(example_repo: Path) -> None:
 # -- the child process --------------------------------------------------------------
 
 
-def _scorer(example_repo: Path, tmp_path: Path) -> subprocess.Popen[bytes]:
-    config = tmp_path / "config.yaml"
-    config.write_text(f"scorer:\n  state_dir: {json.dumps(str(tmp_path / 'scorer'))}\n")
-    argv = scorer_argv(
-        repo=example_repo, contract=CONTRACT, log_dir=tmp_path / "logs", config_path=config
+def _start(example_repo: Path, tmp_path: Path, state: Path | None = None) -> Start:
+    return Start(
+        repo=str(example_repo),
+        contract=CONTRACT,
+        scorer=ScorerConfig(
+            state_dir=str(state or tmp_path / "scorer"), log_dir=str(tmp_path / "logs")
+        ),
+        sandbox=SandboxConfig(),
     )
-    return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+
+def _scorer(example_repo: Path, tmp_path: Path) -> subprocess.Popen[bytes]:
+    process = subprocess.Popen(scorer_argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert process.stdin is not None
+    process.stdin.write(encode(_start(example_repo, tmp_path)))
+    process.stdin.flush()
+    return process
 
 
 def _exchange(process: subprocess.Popen[bytes], line: bytes) -> dict[str, Any]:
@@ -184,45 +196,64 @@ def _exchange(process: subprocess.Popen[bytes], line: bytes) -> dict[str, Any]:
     return dict(json.loads(process.stdout.readline()))
 
 
+def _error(error: str, request_id: object = None) -> dict[str, Any]:
+    return {"answer": "error", "id": request_id, "error": error}
+
+
 @pytest.mark.bwrap
 def test_scorer_protocol_fails_closed_and_keeps_serving(example_repo: Path, tmp_path: Path) -> None:
     with _scorer(example_repo, tmp_path) as process:
         assert process.stdout is not None and process.stdin is not None
-        assert json.loads(process.stdout.readline()) == {"ready": True}
+        assert json.loads(process.stdout.readline()) == {"answer": "ready"}
         assert (tmp_path / "scorer").stat().st_mode & 0o777 == 0o700
+        hex_error = "String should match pattern '^[0-9a-f]{40}$'"
         cases: list[tuple[bytes, dict[str, Any]]] = [
-            (b"not json\n", {"id": None, "error": "a request must be one JSON object per line"}),
-            (b"[1, 2]\n", {"id": None, "error": "a request must be a JSON object"}),
             (
-                b'{"op": "ping"}\n',
-                {"id": None, "error": "a request needs an id (integer or string)"},
+                b"not json\n",
+                _error("malformed request: not one JSON object per line"),
             ),
-            (b'{"id": 1, "op": "ping"}\n', {"id": 1, "pong": True}),
-            (b'{"id": 2, "op": "rm -rf"}\n', {"id": 2, "error": "unknown op 'rm -rf'"}),
+            (b"[1, 2]\n", _error("malformed request: request: Input should be an object")),
+            (b'{"op": "ping"}\n', _error("malformed request: ping.id: Field required")),
+            (b'{"id": 1, "op": "ping"}\n', {"answer": "pong", "id": 1}),
+            (
+                b'{"id": 2, "op": "rm -rf"}\n',
+                _error(
+                    "malformed request: request: Input tag 'rm -rf' found using 'op' does not "
+                    "match any of the expected tags: 'score', 'freeze', 'ping'"
+                ),
+            ),
             (
                 b'{"id": 3, "op": "freeze", "test_id": "tests/test_unit.py::test_a", '
                 b'"reason": "r"}\n',
-                {"id": 3, "error": "patch must be a full commit id (40 lowercase hex digits)"},
+                _error("malformed request: freeze.patch: Field required"),
             ),
             (
-                b'{"id": 4, "op": "freeze", "test_id": 5, "reason": "r"}\n',
-                {"id": 4, "error": "test_id must be a pytest node id"},
+                b'{"id": 4, "op": "freeze", "patch": "' + b"a" * 40 + b'", "test_id": 5, '
+                b'"reason": "r"}\n',
+                _error("malformed request: freeze.test_id: Input should be a valid string"),
+            ),
+            (
+                b'{"id": 5, "op": "ping", "extra": 1}\n',
+                _error("malformed request: ping.extra: Extra inputs are not permitted"),
             ),
         ]
         for line, expected in cases:
             assert _exchange(process, line) == expected
-        for parent, patch in [
-            ("HEAD", "a" * 40),
-            ("a" * 40, "../../etc/passwd"),
-            ("A" * 40, "b" * 40),
-            ("a" * 39, "b" * 40),
+        for parent, patch, bad in [
+            ("HEAD", "a" * 40, "parent"),
+            ("a" * 40, "../../etc/passwd", "patch"),
+            ("A" * 40, "b" * 40, "parent"),
+            ("a" * 39, "b" * 40, "parent"),
         ]:
-            request = json.dumps({"id": 5, "op": "score", "parent": parent, "patch": patch})
+            request = json.dumps({"id": 6, "op": "score", "parent": parent, "patch": patch})
             answer = _exchange(process, request.encode() + b"\n")
-            assert "40 lowercase hex" in answer["error"]
+            assert answer == _error(f"malformed request: score.{bad}: {hex_error}")
         answer = _exchange(process, b"x" * (70 * 1024) + b"\n")
-        assert "longer than" in answer["error"]
-        assert _exchange(process, b'{"id": "last", "op": "ping"}\n') == {"id": "last", "pong": True}
+        assert answer == _error("request longer than 65536 bytes")
+        assert _exchange(process, b'{"id": "last", "op": "ping"}\n') == {
+            "answer": "pong",
+            "id": "last",
+        }
         process.stdin.close()
         assert process.wait(timeout=30) == 0
 
@@ -231,34 +262,33 @@ def test_scorer_protocol_fails_closed_and_keeps_serving(example_repo: Path, tmp_
 def test_scorer_refuses_to_start_without_its_state_dir(example_repo: Path, tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")
-    config = tmp_path / "config.yaml"
-    config.write_text(f"scorer:\n  state_dir: {json.dumps(str(blocker / 'scorer'))}\n")
-    argv = scorer_argv(
-        repo=example_repo, contract=CONTRACT, log_dir=tmp_path / "logs", config_path=config
-    )
-    done = subprocess.run(argv, input=b"", capture_output=True, timeout=60)
+    start = _start(example_repo, tmp_path, state=blocker / "scorer")
+    done = subprocess.run(scorer_argv(), input=encode(start), capture_output=True, timeout=60)
     assert done.returncode == 2
-    assert "error" in json.loads(done.stdout.splitlines()[0])
+    answer = json.loads(done.stdout.splitlines()[0])
+    assert answer["answer"] == "error" and str(blocker) in answer["error"]
+
+
+def test_scorer_refuses_a_malformed_start_line() -> None:
+    done = subprocess.run(
+        scorer_argv(), input=b'{"op": "start"}\n', capture_output=True, timeout=60
+    )
+    assert done.returncode == 2
+    assert json.loads(done.stdout) == _error("malformed request: repo: Field required")
 
 
 @pytest.mark.bwrap
 def test_client_matches_answers_and_reports_a_dead_scorer(
     example_repo: Path, tmp_path: Path
 ) -> None:
-    config = tmp_path / "config.yaml"
-    config.write_text(f"scorer:\n  state_dir: {json.dumps(str(tmp_path / 'scorer'))}\n")
-    argv = scorer_argv(
-        repo=example_repo, contract=CONTRACT, log_dir=tmp_path / "logs", config_path=config
-    )
-
     async def scenario() -> None:
-        async with start_scorer(argv) as client:
-            assert await client.request("ping", {}) == {"id": 1, "pong": True}
-            answer = await client.request("score", {"parent": "x", "patch": "y"})
-            assert answer["id"] == 2 and "40 lowercase hex" in answer["error"]
+        async with start_scorer(scorer_argv(), _start(example_repo, tmp_path)) as client:
+            assert await client.request(Ping) == Pong(id=1)
+            answer = await client.request(ScorePatch, parent="a" * 40, patch="b" * 40)
+            assert answer.answer == "error" and answer.id == 2
             os.kill(client.pid, signal.SIGKILL)
             with pytest.raises(ScorerGone):
-                await client.request("ping", {})
+                await client.request(Ping)
 
     anyio.run(scenario)
 
@@ -286,23 +316,28 @@ def test_audit_elides_contents(arguments: Any, expected: Any) -> None:
 @pytest.mark.parametrize(
     ("script", "message"),
     [
-        ('print(\'{"error": "no bubblewrap"}\')', "the scorer did not start: no bubblewrap"),
-        ("print('hello')", "the scorer did not start: the scorer sent a line that is not JSON"),
+        (
+            'print(\'{"answer": "error", "error": "no bubblewrap"}\')',
+            "the scorer did not start: no bubblewrap",
+        ),
+        ("print('hello')", "the scorer did not start: the scorer sent a line outside the protocol"),
+        ('print(\'{"answer": "pong", "id": 1}\')', "the scorer did not start: it answered out"),
         ("pass", "the scorer did not start: the scorer process has exited"),
     ],
 )
 def test_server_refuses_a_scorer_that_does_not_say_ready(script: str, message: str) -> None:
     async def scenario() -> None:
-        async with start_scorer([sys.executable, "-c", script]):
+        start = Start(repo=".", contract=CONTRACT, scorer=ScorerConfig(), sandbox=SandboxConfig())
+        async with start_scorer([sys.executable, "-c", script], start):
             raise AssertionError("started")
 
-    with pytest.raises(SandboxError, match=message):
+    with pytest.raises(ScorerUnavailable, match=message):
         anyio.run(scenario)
 
 
 def test_freeze_summary_hides_host_paths(tmp_path: Path) -> None:
     config = ScorerConfig(log_dir=str(tmp_path / "logs"), state_dir=str(tmp_path / "state"))
     proposed = freeze_summary("proposed_for_review", f"record at {tmp_path}/logs/freeze/x", config)
-    assert proposed == {"status": "proposed_for_review", "reason": FREEZE_PROPOSED}
+    assert proposed.model_dump() == {"status": "proposed_for_review", "reason": FREEZE_PROPOSED}
     rejected = freeze_summary("rejected", f"copy failed: {tmp_path}/state/x\nmore", config)
-    assert rejected == {"status": "rejected", "reason": "copy failed: <scorer state>/x"}
+    assert rejected.model_dump() == {"status": "rejected", "reason": "copy failed: <scorer state>/x"}

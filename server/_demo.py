@@ -1,11 +1,8 @@
-"""The session commands of the CLI: ``serve``, the hidden ``scorer`` and ``demo``.
-
-``server/cli.py`` calls :func:`register` at import.
-"""
+"""The scripted agent session of ``patchwarden demo``: the orders example, three patches,
+three verdicts, played through a real MCP client against ``patchwarden serve``."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
@@ -14,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import anyio
 import click
 
 DEMO_CONTRACT = "contract/differential-contract.yaml"
@@ -35,94 +31,6 @@ DEMO_PATCHES = (
     DemoPatch("regression", "reject", frozenset({"regression"})),
     DemoPatch("refactor", "propose_freeze", frozenset({"shared_variant_fail"})),
 )
-
-
-def register(group: click.Group) -> None:
-    """Add ``serve``, ``scorer`` and ``demo`` to the ``patchwarden`` group."""
-    from .cli import config_option, one_line_errors
-
-    @group.command("serve")
-    @config_option
-    @click.option(
-        "--repo",
-        type=click.Path(path_type=Path, file_okay=False),
-        help="The repository the agent works on (default: the config's agent.repo).",
-    )
-    @click.option("--base", help="Base commit of the session (default: agent.base, HEAD).")
-    @click.option(
-        "--contract", help="Contract path inside the repository (default: agent.contract)."
-    )
-    @click.option(
-        "--log-dir",
-        type=click.Path(path_type=Path, file_okay=False),
-        help="Evidence bundles and the audit log (default: scorer.log_dir).",
-    )
-    @click.option(
-        "--transport",
-        type=click.Choice(["stdio", "http"]),
-        default="stdio",
-        show_default=True,
-        help="stdio for a local client; http on 127.0.0.1 with a bearer token.",
-    )
-    @one_line_errors
-    def serve_cmd(
-        config_path: Path | None,
-        repo: Path | None,
-        base: str | None,
-        contract: str | None,
-        log_dir: Path | None,
-        transport: str,
-    ) -> None:
-        """Serve an agent session over MCP: a worktree at the base, tools, and a scorer."""
-        from ._app import ServeOptions, run_serve
-
-        with contextlib.suppress(KeyboardInterrupt):
-            run_serve(
-                ServeOptions(
-                    config_path=config_path,
-                    repo=repo,
-                    base=base,
-                    contract=contract,
-                    log_dir=log_dir,
-                    transport="http" if transport == "http" else "stdio",
-                )
-            )
-
-    @group.command("scorer", hidden=True)
-    @config_option
-    @click.option("--repo", type=click.Path(path_type=Path, file_okay=False), required=True)
-    @click.option("--contract", required=True)
-    @click.option("--log-dir", type=click.Path(path_type=Path, file_okay=False), required=True)
-    @one_line_errors
-    def scorer_cmd(config_path: Path | None, repo: Path, contract: str, log_dir: Path) -> None:
-        """The scorer child of `serve`: JSON lines on stdin/stdout (not for interactive use)."""
-        from patchwarden.scorer import serve_scorer
-
-        from ._app import default_server_state_dir, hide_secret_dirs
-        from .config import load_config
-
-        config = load_config(config_path)
-        scorer_config = config.scorer.model_copy(update={"log_dir": str(log_dir)})
-        secret = [
-            Path(scorer_config.state_dir).resolve(),
-            log_dir.resolve(),
-            default_server_state_dir().resolve(),
-        ]
-        sandbox = hide_secret_dirs(config.sandbox, secret)
-        sys.exit(serve_scorer(repo, contract, scorer_config, sandbox))
-
-    @group.command("demo")
-    @click.option(
-        "--workdir",
-        type=click.Path(path_type=Path, file_okay=False),
-        help="Where the example repository, state and logs go (default: a new temp dir).",
-    )
-    @one_line_errors
-    def demo_cmd(workdir: Path | None) -> None:
-        """Play a scripted agent against `serve` on the orders example: three patches, three
-        verdicts (accept, reject, propose_freeze). Exit 0 only if all three are as expected."""
-        ok = anyio.run(run_demo, workdir)
-        sys.exit(0 if ok else 1)
 
 
 # -- demo ---------------------------------------------------------------------
@@ -182,7 +90,6 @@ def server_parameters(config: Path, env: dict[str, str], cwd: Path) -> Any:
         command=sys.executable,
         args=[
             "-P",
-            "-c",
             "-m",
             "patchwarden",
             "serve",

@@ -1,0 +1,64 @@
+"""``patchwarden decide`` and ``patchwarden score``: the gate on saved rows, and a full score."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from patchwarden.scorer import ScoreRequest, decide, load_contract, read_rows, review_note, score
+
+from ..config import load_config
+from ._base import OneLineCommand, config_option, emit_decision
+
+
+@click.command("decide", cls=OneLineCommand)
+@click.argument("parent_rows", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("patch_rows", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--contract", "contract_path", required=True, type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the decision object.")
+def decide_cmd(parent_rows: Path, patch_rows: Path, contract_path: Path, as_json: bool) -> None:
+    """The differential gate alone, on saved JSONL rows."""
+    contract = load_contract(contract_path)
+    result = decide(contract, read_rows(parent_rows), read_rows(patch_rows))
+    emit_decision(result.decision, result.to_json(), review_note(result), as_json)
+
+
+@click.command("score", cls=OneLineCommand)
+@click.option("--repo", type=click.Path(path_type=Path, file_okay=False), required=True)
+@click.option(
+    "--contract",
+    "contract",
+    required=True,
+    help="Contract path inside the repository (read from the parent commit).",
+)
+@click.option("--parent", required=True, help="Parent commit (any git revision).")
+@click.option("--patch", required=True, help="Patch commit (any git revision).")
+@click.option(
+    "--log-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Where the evidence bundle goes (default: the config's scorer.log_dir).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the decision object.")
+@config_option
+def score_cmd(
+    repo: Path,
+    contract: str,
+    parent: str,
+    patch: str,
+    log_dir: Path | None,
+    as_json: bool,
+    config_path: Path | None,
+) -> None:
+    """Run the contract on both commits, decide, and write the evidence bundle."""
+    config = load_config(config_path)
+    scorer_config = config.scorer
+    if log_dir is not None:
+        scorer_config = scorer_config.model_copy(update={"log_dir": str(log_dir)})
+    verdict = score(
+        ScoreRequest(repo=repo, contract=contract, parent=parent, patch=patch),
+        scorer_config,
+        config.sandbox,
+    )
+    note = verdict.review_note + f"evidence: {verdict.bundle}\n"
+    emit_decision(verdict.decision, verdict.to_json(), note, as_json)

@@ -1,0 +1,72 @@
+"""``patchwarden serve`` and ``patchwarden demo``: an agent session over MCP."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+
+import anyio
+import click
+
+from ._base import OneLineCommand, config_option
+
+
+@click.command("serve", cls=OneLineCommand)
+@config_option
+@click.option(
+    "--repo",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="The repository the agent works on (default: the config's agent.repo).",
+)
+@click.option("--base", help="Base commit of the session (default: agent.base, HEAD).")
+@click.option("--contract", help="Contract path inside the repository (default: agent.contract).")
+@click.option(
+    "--log-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Evidence bundles and the audit log (default: scorer.log_dir).",
+)
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio for a local client; http on 127.0.0.1 with a bearer token.",
+)
+def serve_cmd(
+    config_path: Path | None,
+    repo: Path | None,
+    base: str | None,
+    contract: str | None,
+    log_dir: Path | None,
+    transport: str,
+) -> None:
+    """Serve an agent session over MCP: a worktree at the base, tools, and a scorer."""
+    from .._app import ServeOptions, run_serve
+
+    with contextlib.suppress(KeyboardInterrupt):
+        run_serve(
+            ServeOptions(
+                config_path=config_path,
+                repo=repo,
+                base=base,
+                contract=contract,
+                log_dir=log_dir,
+                transport="http" if transport == "http" else "stdio",
+            )
+        )
+
+
+@click.command("demo", cls=OneLineCommand)
+@click.option(
+    "--workdir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Where the example repository, state and logs go (default: a new temp dir).",
+)
+def demo_cmd(workdir: Path | None) -> None:
+    """Play a scripted agent against `serve` on the orders example: three patches, three
+    verdicts (accept, reject, propose_freeze). Exit 0 only if all three are as expected."""
+    from .._demo import run_demo
+
+    ok = anyio.run(run_demo, workdir)
+    sys.exit(0 if ok else 1)
