@@ -340,4 +340,7 @@ def test_freeze_summary_hides_host_paths(tmp_path: Path) -> None:
     proposed = freeze_summary("proposed_for_review", f"record at {tmp_path}/logs/freeze/x", config)
     assert proposed.model_dump() == {"status": "proposed_for_review", "reason": FREEZE_PROPOSED}
     rejected = freeze_summary("rejected", f"copy failed: {tmp_path}/state/x\nmore", config)
-    assert rejected.model_dump() == {"status": "rejected", "reason": "copy failed: <scorer state>/x"}
+    assert rejected.model_dump() == {
+        "status": "rejected",
+        "reason": "copy failed: <scorer state>/x",
+    }
