@@ -1,4 +1,4 @@
-"""The one place where a sandboxed process is started (see SPEC section 2, "Trust boundaries").
+"""The one place where a sandboxed process is started (see docs/architecture.md).
 
 `launch` runs one command under bubblewrap (or, for development only, without isolation),
 supervises it (wall-clock, idle and cancel; capped output) and returns a `ProcessResult`.

@@ -1,4 +1,4 @@
-"""Evidence bundles: one directory per verdict, written atomically (SPEC section 11).
+"""Evidence bundles: one directory per verdict, written atomically (docs/reviewer-guide.md).
 
 Files are written into a hidden staging directory beside the final one and
 renamed into place in one step, so a reader never sees half a bundle. The

@@ -139,7 +139,8 @@ def read_contract_at(repo: Path, sha: str, contract: str) -> tuple[Contract, str
 def read_only_paths_at(
     repo: Path, sha: str, contract: Contract, contract_file: str | None
 ) -> list[str]:
-    """Every contract path (SPEC section 3) at ``sha``, the manifest's fixtures included."""
+    """Every contract path (docs/design/contract.md) at ``sha``, the manifest's fixtures
+    included."""
     fixtures: list[str] = []
     if contract.fixture_manifest:
         data = file_at(repo, sha, contract.fixture_manifest)

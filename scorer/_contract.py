@@ -1,6 +1,6 @@
 """The contract: which properties, which seeds, which paths define the spec.
 
-Operator-written YAML or JSON in the target repository (SPEC section 3).
+Operator-written YAML or JSON in the target repository (docs/design/contract.md).
 Loading is strict: unknown keys, wrong types and duplicate seeds or ids are
 errors that name the file and, where the parser knows it, the line.
 """
@@ -101,7 +101,7 @@ class Contract(BaseModel):
         return self.quarantine_list or DEFAULT_QUARANTINE_LIST
 
     def contract_paths(self, contract_file: str | None, fixtures: Sequence[str] = ()) -> list[str]:
-        """Every path an agent may not change (SPEC section 3), tree-relative.
+        """Every path an agent may not change (docs/design/contract.md), tree-relative.
 
         ``fixtures`` are the files the manifest names (read from a tree by
         :func:`manifest_fixtures`): they are contract paths too.

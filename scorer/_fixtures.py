@@ -1,4 +1,4 @@
-"""Pinned fixtures: the manifest, pinning and the drift guard (SPEC section 8)."""
+"""Pinned fixtures: the manifest, pinning and the drift guard (docs/design/contract-layers.md)."""
 
 from __future__ import annotations
 

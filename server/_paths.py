@@ -1,4 +1,4 @@
-"""The one path policy behind every file tool (SPEC section 2, server zone).
+"""The one path policy behind every file tool (docs/architecture.md).
 
 An agent names files by paths relative to its worktree. A path is refused
 when it is empty, absolute, holds a NUL, a ``..`` or a ``.git`` component;

@@ -1,4 +1,4 @@
-"""The agent-facing MCP tools (SPEC section 10): names, arguments and results are stable.
+"""The agent-facing MCP tools (docs/clients.md): names, arguments and results are stable.
 
 Every tool takes validated arguments, returns a structured result, and turns
 a refusal (bad path, protected file, no match, limit reached) into a tool
@@ -301,7 +301,7 @@ READ_ONLY = ToolAnnotations(
 
 
 def register_tools(mcp: MCPServer[Any], session: Session) -> None:
-    """Add the ten tools of SPEC section 10 to ``mcp``, bound to ``session``."""
+    """Add the ten tools of docs/clients.md to ``mcp``, bound to ``session``."""
     ws, policy = session.workspace, session.policy
 
     @mcp.tool(name="get_contract", title="Get the contract", annotations=READ_ONLY)
@@ -627,7 +627,8 @@ def register_tools(mcp: MCPServer[Any], session: Session) -> None:
             ),
         ],
     ) -> FreezeSummary:
-        """Ask the scorer to run the freeze procedure (SPEC section 9) for one test of the
+        """Ask the scorer to run the freeze procedure (docs/design/contract-layers.md) for one test
+        of the
         last submitted patch. Never skips anything: the answer is proposed_for_review (a
         reviewer decides) or rejected with the reason."""
         with _refusals():

@@ -26,12 +26,11 @@ from typing import Literal
 
 import git
 
-from patchwarden.sandbox import ConfigError
+from patchwarden.sandbox import HOOKLESS, ConfigError, git_message
 
 from ._errors import ToolInputError
 from ._paths import GIT_DIR_NAME, PathPolicy
 
-NO_HOOKS = "/dev/null"
 AGENT_NAME = "patchwarden-agent"
 AGENT_EMAIL = "agent@patchwarden.invalid"
 SUBMISSION_REF_PREFIX = "refs/patchwarden"
@@ -125,10 +124,7 @@ class Workspace:
         }
         argv = [
             "git",
-            "-c",
-            f"core.hooksPath={NO_HOOKS}",
-            "-c",
-            "core.fsmonitor=false",
+            *HOOKLESS,
             "-c",
             "core.untrackedCache=false",
             "-c",
@@ -178,7 +174,7 @@ class Workspace:
                 self.git("add", "--all", "--", ".", index=index)
                 return self.git("write-tree", index=index)
             except git.GitCommandError as exc:
-                raise ToolInputError(f"cannot stage the worktree: {_git_message(exc)}") from None
+                raise ToolInputError(f"cannot stage the worktree: {git_message(exc)}") from None
 
     def diff(self) -> DiffText:
         """The unified diff of the worktree against the base (untracked files included)."""
@@ -259,7 +255,7 @@ class Workspace:
                 self.git(*apply, "--check", str(patch_file))
                 self.git(*apply, str(patch_file))
             except git.GitCommandError as exc:
-                raise ToolInputError(f"the patch does not apply: {_git_message(exc)}") from None
+                raise ToolInputError(f"the patch does not apply: {git_message(exc)}") from None
         finally:
             patch_file.unlink(missing_ok=True)
         changes = []
@@ -276,7 +272,7 @@ class Workspace:
         try:
             out = self.git("apply", f"-p{strip}", "--numstat", "-z", str(patch_file), strip=False)
         except git.GitCommandError as exc:
-            raise ToolInputError(f"not a valid patch: {_git_message(exc)}") from None
+            raise ToolInputError(f"not a valid patch: {git_message(exc)}") from None
         paths: list[str] = []
         fields = out.split("\0")
         i = 0
@@ -315,16 +311,6 @@ def _strip_level(patch: str) -> int:
     if names and all(n.startswith(("a/", "b/")) for n in names):
         return 1
     return 0
-
-
-def _git_message(exc: git.GitCommandError) -> str:
-    stderr = exc.stderr if isinstance(exc.stderr, str) else str(exc.stderr or "")
-    lines = [
-        line.strip().removeprefix("stderr: ").strip("'").strip()
-        for line in stderr.splitlines()
-        if line.strip()
-    ]
-    return "; ".join(lines)[:500] or f"git exited with {exc.status}"
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -381,8 +367,7 @@ def open_workspace(
         runner.execute(
             [
                 "git",
-                "-c",
-                f"core.hooksPath={NO_HOOKS}",
+                *HOOKLESS,
                 "worktree",
                 "add",
                 "--detach",
@@ -395,7 +380,7 @@ def open_workspace(
         )
     except git.GitCommandError as exc:
         raise ConfigError(
-            f"cannot create the agent worktree: {_git_message(exc)}", where=str(tree)
+            f"cannot create the agent worktree: {git_message(exc)}", where=str(tree)
         ) from None
     try:
         git_dir = _worktree_git_dir(tree)
@@ -438,8 +423,7 @@ def _remove_worktree(runner: git.Git, tree: Path, git_dir: Path | None) -> None:
         runner.execute(
             [
                 "git",
-                "-c",
-                f"core.hooksPath={NO_HOOKS}",
+                *HOOKLESS,
                 "worktree",
                 "remove",
                 "--force",

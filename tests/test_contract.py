@@ -1,4 +1,4 @@
-"""The contract: loading, validation, hashes and contract paths (SPEC section 3)."""
+"""The contract: loading, validation, hashes and contract paths (docs/design/contract.md)."""
 
 from __future__ import annotations
 

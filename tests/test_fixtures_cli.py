@@ -1,4 +1,5 @@
-"""``patchwarden fixtures pin|guard`` (SPEC section 8): the manifest and the drift guard."""
+"""``patchwarden fixtures pin|guard`` (docs/design/contract-layers.md): the manifest and the drift
+guard."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Freeze records (SPEC section 9): ``freeze check`` by field, ``freeze propose`` by step.
+"""Freeze records (docs/design/contract-layers.md): ``freeze check`` by field, ``freeze propose``
+by step.
 
 Everything runs for real: git repositories built here (HEAD is the patch,
 HEAD^ its parent), the sandboxed collection and test runs under bubblewrap.

@@ -1,4 +1,4 @@
-"""The differential gate, table-driven against SPEC section 5.
+"""The differential gate, table-driven against docs/design/differential-gate.md.
 
 Every case asserts the exact decision and reason code. Rows are built with
 ``RunRow`` directly; contracts come from ``parse_contract`` so that their
@@ -79,7 +79,7 @@ def row(seed: int, status: str, *, prop: str = PROP, witness: str = W, **fields:
 
 
 # --------------------------------------------------------------------------
-# The SPEC section 5 table, one property at a time (decide_property).
+# The docs/design/differential-gate.md table, one property at a time (decide_property).
 # --------------------------------------------------------------------------
 
 TABLE: list[tuple[str, list[RunRow], list[RunRow], str, Reason]] = [
@@ -870,7 +870,7 @@ def test_review_note_empty_rows() -> None:
 
 def test_review_note_stays_four_lines_with_hostile_property_id() -> None:
     """A property id read from a rows file may hold a newline; the note must
-    still be exactly four lines (SPEC section 5: "four lines, always")."""
+    still be exactly four lines (docs/design/differential-gate.md)."""
     prop = "prop.a\nprop.b"
     rows = side("...", SCHEDULE, prop=prop)
     result = decide(make_contract(), rows, rows)

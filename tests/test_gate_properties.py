@@ -183,7 +183,7 @@ def _interleave(draw: st.DrawFn, rows: list[RunRow], extra: list[RunRow]) -> lis
 
 
 def is_kept(row: RunRow, contract: Contract) -> bool:
-    """SPEC section 4: rows whose hashes differ from the resolved contract are
+    """docs/design/runner.md: rows whose hashes differ from the resolved contract are
     ignored; with a property list, rows of other properties are too."""
     if contract.properties and row.prop not in contract.property_ids():
         return False
@@ -200,7 +200,7 @@ def is_kept(row: RunRow, contract: Contract) -> bool:
 def expected(
     schedule: Sequence[int], p: Sequence[RunRow], c: Sequence[RunRow]
 ) -> tuple[str, str | None]:
-    """SPEC section 5 per property: (decision, reason when the table fixes it)."""
+    """docs/design/differential-gate.md per property: (decision, reason when the table fixes it)."""
     for rows in (p, c):
         if set(schedule) - {r.seed for r in rows}:
             return "reject", "missing_seed"

@@ -461,18 +461,23 @@ def test_code_run_by_run_tests_cannot_find_or_reach_the_scorer(agent: Served) ->
     # covered (an empty directory or /dev/null on a nodev mount): the gitdir path does not show
     assert seen["dot_git"] in ("", [], "PermissionError"), seen["dot_git"]
     assert seen["uid"] != 0
-    scorer_pipes = _scorer_pipes(dirs["logs"])
+    scorer_pipes = _scorer_pipes(dirs["config"])
     assert scorer_pipes and not scorer_pipes & set(seen["fds"]), (scorer_pipes, seen["fds"])
     assert not any(str(dirs["base"]) in target for target in seen["fds"])
 
 
-def _scorer_pipes(log_dir: Path) -> set[str]:
-    """The pipes of this session's scorer child, seen from the host."""
+def _scorer_pipes(config: Path) -> set[str]:
+    """The pipes of this session's scorer child (the child of the server started with
+    ``config``), seen from the host."""
     pipes = set()
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            if b"scorer" in cmdline and str(log_dir).encode() in cmdline:
+            if b"patchwarden.scorer" not in cmdline:
+                continue
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            parent = stat[stat.rindex(")") + 2 :].split()[1]
+            if str(config).encode() in Path(f"/proc/{parent}/cmdline").read_bytes().split(b"\0"):
                 pipes |= {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in (0, 1)}
         except OSError:
             continue

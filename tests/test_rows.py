@@ -1,4 +1,4 @@
-"""Run rows: JSONL parsing (SPEC section 4)."""
+"""Run rows: JSONL parsing (docs/design/runner.md)."""
 
 from __future__ import annotations
 

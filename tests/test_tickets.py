@@ -1,4 +1,5 @@
-"""Freeze tickets (SPEC section 5): proposed by a verdict, approved by a human with an expiry
+"""Freeze tickets (docs/design/differential-gate.md): proposed by a verdict, approved by a human
+with an expiry
 and a reason code, deleted when expired, and bound to their patch commit."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The scorecard: every check with its evidence (SPEC section 6).
+"""The scorecard: every check with its evidence (docs/design/scorecard.md).
 
 The top-level decision is the gate's unless a check rejects; ``review``
 findings travel with the decision.

@@ -1,4 +1,5 @@
-"""Boundary changes: what makes a ``parent_fail_cleared`` accept need a human (SPEC section 5).
+"""Boundary changes: what makes a ``parent_fail_cleared`` accept need a human
+(docs/design/differential-gate.md).
 
 A patch that clears a failing property by moving a boundary (``>=`` to
 ``>``, ``10`` to ``11``) or by changing a fixture may have changed the spec

@@ -1,4 +1,5 @@
-"""The ``suspicious`` check: product code that reaches into the test machinery (SPEC section 6).
+"""The ``suspicious`` check: product code that reaches into the test machinery
+(docs/design/scorecard.md).
 
 Found from the syntax tree (``ast``), never from text patterns, on the
 patch's changed non-test Python files. A finding already present in the

@@ -1,4 +1,5 @@
-"""The differential gate: parent rows vs patch rows, per property (SPEC section 5).
+"""The differential gate: parent rows vs patch rows, per property
+(docs/design/differential-gate.md).
 
 Fail closed: every case that is not positively one of the accept rows or the
 propose_freeze row (all seven conditions) is a reject. See
@@ -64,7 +65,7 @@ class SideCounts(BaseModel):
 
 
 class GateResult(BaseModel):
-    """The gate's decision object (SPEC section 5), before the scorecard."""
+    """The gate's decision object (docs/design/differential-gate.md), before the scorecard."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

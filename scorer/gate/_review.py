@@ -1,4 +1,4 @@
-"""The review note: four lines a reviewer reads first (SPEC section 5)."""
+"""The review note: four lines a reviewer reads first (docs/design/differential-gate.md)."""
 
 from __future__ import annotations
 

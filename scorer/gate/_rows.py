@@ -1,4 +1,4 @@
-"""Run rows: one JSONL line per (property, seed) and side (SPEC section 4).
+"""Run rows: one JSONL line per (property, seed) and side (docs/design/runner.md).
 
 Reading is strict about shape (a line that is not a JSON object, or lacks
 ``prop``, ``seed`` or ``status``, is an input error naming file and line) and

@@ -3,7 +3,7 @@
 A class is ``property id | exception type | stable assertion id``. Whatever
 string a row carries, the same noise is removed, so two rows that differ
 only in memory addresses, timestamps, temporary paths, pids or durations
-fall into one class (SPEC section 4).
+fall into one class (docs/design/runner.md).
 """
 
 from __future__ import annotations

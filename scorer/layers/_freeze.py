@@ -1,4 +1,5 @@
-"""Freeze records: the evidence needed to skip one test (SPEC section 9), and their check.
+"""Freeze records: the evidence needed to skip one test (docs/design/contract-layers.md), and their
+check.
 
 ``.freeze/record.json`` holds six required fields; ``notes`` may exist but
 never fills a gap. :func:`check_freeze_record` checks each field and returns
@@ -218,7 +219,7 @@ def check_freeze_record(
     sandbox_config: SandboxConfig,
     contract_paths: Sequence[str] = (),
 ) -> list[FieldReject]:
-    """Every field of ``record`` that does not hold, in the order of SPEC section 9.
+    """Every field of ``record`` that does not hold, in the order of docs/design/contract-layers.md.
 
     ``head`` is the patch commit (HEAD^ its parent); ``fixture_path`` is read
     under ``fixture_root``. The test id is collected in a sandbox on a clean

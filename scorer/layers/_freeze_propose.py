@@ -1,4 +1,5 @@
-"""``freeze propose``: the five steps that may lead to a freeze record (SPEC section 9).
+"""``freeze propose``: the five steps that may lead to a freeze record
+(docs/design/contract-layers.md).
 
 In order, stopping at the first reject, and adding no record before step 5
 accepts:

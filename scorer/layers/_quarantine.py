@@ -1,4 +1,5 @@
-"""The flake quarantine list (SPEC section 7): which tests the agent's loop leaves out, and why.
+"""The flake quarantine list (docs/design/contract-layers.md): which tests the agent's loop leaves
+out, and why.
 
 The list is a contract path (read-only to the agent), at the contract's
 ``quarantine_list`` or ``contract/quarantine.json``. ``patchwarden sweep``
@@ -36,7 +37,8 @@ from .._contract import DEFAULT_CONTRACT_PATH, Contract
 from .._errors import InputError
 
 RELEASE_RUNS = 10
-"""Consecutive clean runs a quarantined test needs before it returns (SPEC section 7)."""
+"""Consecutive clean runs a quarantined test needs before it returns
+(docs/design/contract-layers.md)."""
 MACHINE_ID_FILES = ("/etc/machine-id", "/var/lib/dbus/machine-id")
 
 _MODEL = ConfigDict(extra="forbid", frozen=True)

@@ -1,4 +1,5 @@
-"""Freeze tickets: a propose_freeze verdict is a review ticket, not a pass (SPEC section 5).
+"""Freeze tickets: a propose_freeze verdict is a review ticket, not a pass
+(docs/design/differential-gate.md).
 
 ``score`` writes ``<log_dir>/tickets/<id>.json`` (status ``proposed``) for
 each propose_freeze verdict; the ticket id is the verdict id. A human

@@ -21,6 +21,7 @@ from typing import IO, Any, NoReturn
 import click
 
 from patchwarden import PatchwardenError
+from patchwarden.sandbox import git_errors
 
 from ..config import OperatorConfig, load_config
 
@@ -78,7 +79,9 @@ def internal_error(exc: BaseException) -> NoReturn:
 def run_guarded(call: Callable[[], Any]) -> Any:
     """The one error handler of the command line: every command runs through it."""
     try:
-        return call()
+        # A git failure our code did not expect at that spot is still git's, not a bug.
+        with git_errors("git"):
+            return call()
     except PatchwardenError as exc:
         fail(str(exc))
     except OSError as exc:

@@ -49,7 +49,7 @@ def _in_repo(tree: Path, value: str) -> str:
 
 @click.group("fixtures", cls=OneLineGroup)
 def fixtures_group() -> None:
-    """Pin fixtures in the manifest, or check them against it (SPEC section 8)."""
+    """Pin fixtures in the manifest, or check them against it (docs/design/contract-layers.md)."""
 
 
 @fixtures_group.command("pin")

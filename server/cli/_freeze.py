@@ -55,7 +55,8 @@ TICKET_HEADERS = ("TICKET", "STATUS", "PATCH", "EXPIRES", "REASON", "PROPERTIES"
 
 @click.group("freeze", cls=OneLineGroup)
 def freeze_group() -> None:
-    """Freeze records (SPEC section 9) and freeze tickets (SPEC section 5)."""
+    """Freeze records (docs/design/contract-layers.md) and freeze tickets
+    (docs/design/contract-layers.md)."""
 
 
 @freeze_group.command("propose")

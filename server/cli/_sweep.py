@@ -78,7 +78,7 @@ def sweep_cmd(repo: Path, base: str, runs: int, contract: str, config_path: Path
 
 @click.group("quarantine", cls=OneLineGroup)
 def quarantine_group() -> None:
-    """The flake quarantine (SPEC section 7)."""
+    """The flake quarantine (docs/design/contract-layers.md)."""
 
 
 @quarantine_group.command("release-check")

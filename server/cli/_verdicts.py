@@ -109,7 +109,7 @@ def _show_text(bundle: VerdictBundle) -> str:
 
 @click.group("verdicts", cls=OneLineGroup)
 def verdicts_group() -> None:
-    """Read the verdicts in the log directory (SPEC section 11)."""
+    """Read the verdicts in the log directory (docs/reviewer-guide.md)."""
 
 
 @verdicts_group.command("list")

@@ -1,0 +1,218 @@
+"""The MCP tools through the SDK's in-memory client, with a fake scorer: fast checks of every
+tool's schema, results and refusals. The scorer is a fake here because these tests are about
+the tool layer; the real child and the real stdio transport are exercised end to end in
+tests/test_mcp_e2e.py and tests/test_server_scorer.py.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import git
+import pytest
+from mcp import Client
+
+from patchwarden.sandbox import SandboxConfig
+from patchwarden.scorer import read_contract_at, read_only_paths_at
+from patchwarden.scorer.protocol import (
+    Failure,
+    FreezeHandled,
+    FreezeSummary,
+    ProposeFreeze,
+    Scored,
+    ScorePatch,
+    VerdictSummary,
+)
+from patchwarden.server._app import build_app
+from patchwarden.server._audit import AuditLog
+from patchwarden.server._paths import PathPolicy
+from patchwarden.server._tools import Session
+from patchwarden.server._workspace import open_workspace
+
+CONTRACT = "contract/differential-contract.yaml"
+SUMMARY = VerdictSummary.model_validate(
+    {
+        "verdict_id": "v-1",
+        "decision": "accept",
+        "results": [{"prop": "prop.a", "decision": "accept", "reason": "both_pass"}],
+        "scorecard": [{"check": "differential", "outcome": "pass"}],
+        "counts": {
+            "parent": {"lines": 3, "pass": 3, "fail": 0},
+            "patch": {"lines": 3, "pass": 3, "fail": 0},
+        },
+    }
+)
+
+
+@dataclass
+class FakeScorer:
+    """Answers like the scorer child; records what it was asked."""
+
+    answers: list[Any] = field(default_factory=list)
+    asked: list[Any] = field(default_factory=list)
+
+    async def request(self, make: Any, **fields: Any) -> Any:
+        request = make(id=len(self.asked) + 1, **fields)
+        self.asked.append(request)
+        return self.answers.pop(0)
+
+
+@dataclass
+class Harness:
+    session: Session
+    scorer: FakeScorer
+    audit: Path
+
+    def call(self, tool: str, arguments: dict[str, Any] | None = None) -> Any:
+        async def go() -> Any:
+            async with Client(build_app(self.session, AuditLog(self.audit, "s1"))) as client:
+                return await client.call_tool(tool, arguments or {})
+
+        return anyio.run(go)
+
+
+@pytest.fixture
+def harness(example_repo: Path, tmp_path: Path) -> Iterator[Harness]:
+    base = git.Repo(example_repo).commit("base").hexsha
+    contract, contract_file = read_contract_at(example_repo, base, CONTRACT)
+    with open_workspace(example_repo, base, tmp_path / "state") as ws:
+        scorer = FakeScorer()
+        session = Session(
+            workspace=ws,
+            policy=PathPolicy(
+                ws.tree, read_only=read_only_paths_at(example_repo, base, contract, contract_file)
+            ),
+            contract=contract,
+            contract_file=contract_file,
+            quarantined=[],
+            sandbox=SandboxConfig(),
+            scorer=scorer,  # type: ignore[arg-type]
+            max_submissions=2,
+        )
+        yield Harness(session, scorer, tmp_path / "logs")
+
+
+def _text(result: Any) -> str:
+    return " ".join(getattr(c, "text", "") for c in result.content)
+
+
+def test_every_tool_is_listed_with_schemas_and_honest_annotations(harness: Harness) -> None:
+    async def go() -> Any:
+        app = build_app(harness.session, AuditLog(harness.audit, "s1"))
+        async with Client(app) as client:
+            return await client.list_tools()
+
+    tools = {t.name: t for t in anyio.run(go).tools}
+    assert sorted(tools) == sorted(
+        [
+            "get_contract",
+            "list_files",
+            "read_file",
+            "write_file",
+            "edit_file",
+            "apply_patch",
+            "diff",
+            "run_tests",
+            "submit_patch",
+            "request_freeze",
+        ]
+    )
+    read_only = {n for n, t in tools.items() if t.annotations and t.annotations.read_only_hint}
+    assert read_only == {"get_contract", "list_files", "read_file", "diff"}
+    assert all(t.output_schema for t in tools.values())
+    # The summary schema is the protocol's: one schema, not three.
+    assert tools["submit_patch"].output_schema == VerdictSummary.model_json_schema(
+        mode="serialization", by_alias=True
+    ) or set(tools["submit_patch"].output_schema["properties"]) == {
+        "verdict_id",
+        "decision",
+        "results",
+        "scorecard",
+        "counts",
+    }
+
+
+def test_file_tools_edit_the_worktree_and_refuse_contract_paths(harness: Harness) -> None:
+    listed = harness.call("list_files", {"path": "orders"}).structured_content
+    assert {e["path"] for e in listed["entries"]} >= {"orders/__init__.py", "orders/total.py"}
+    read = harness.call("read_file", {"path": "orders/total.py", "start_line": 1, "end_line": 2})
+    assert read.structured_content["start_line"] == 1
+    written = harness.call("write_file", {"path": "orders/extra.py", "content": "X = 1\n"})
+    assert written.structured_content == {"path": "orders/extra.py", "bytes_written": 6}
+    edited = harness.call(
+        "edit_file", {"path": "orders/extra.py", "old_text": "X = 1", "new_text": "X = 2"}
+    )
+    assert edited.structured_content == {"path": "orders/extra.py", "replacements": 1}
+    assert (harness.session.workspace.tree / "orders/extra.py").read_text() == "X = 2\n"
+    diff = harness.call("diff").structured_content
+    assert "+X = 2" in diff["diff"]
+    refused = harness.call("write_file", {"path": CONTRACT, "content": "seeds: []\n"})
+    assert refused.is_error and "read-only" in _text(refused)
+    escaped = harness.call("read_file", {"path": "../outside"})
+    assert escaped.is_error
+    missing = harness.call(
+        "edit_file", {"path": "orders/extra.py", "old_text": "nope", "new_text": ""}
+    )
+    assert missing.is_error and "old_text was not found" in _text(missing)
+
+
+def test_submit_patch_returns_the_protocol_summary_and_counts_submissions(
+    harness: Harness,
+) -> None:
+    harness.scorer.answers = [
+        Scored(id=1, summary=SUMMARY),
+        Failure(id=2, error="the scorer could not read the contract"),
+    ]
+    harness.call("write_file", {"path": "orders/extra.py", "content": "X = 1\n"})
+    result = harness.call("submit_patch", {"message": "add X"})
+    assert not result.is_error
+    assert result.structured_content == SUMMARY.model_dump(mode="json", by_alias=True)
+    asked = harness.scorer.asked[0]
+    assert isinstance(asked, ScorePatch)
+    assert asked.parent == harness.session.workspace.base and len(asked.patch) == 40
+    failed = harness.call("submit_patch", {"message": "again"})
+    assert failed.is_error
+    assert "the scorer could not judge the patch: the scorer could not read" in _text(failed)
+    capped = harness.call("submit_patch", {"message": "third"})
+    assert capped.is_error and "submission limit reached (2 per session)" in _text(capped)
+    assert len(harness.scorer.asked) == 2
+
+
+def test_request_freeze_goes_to_the_scorer_with_the_last_patch(harness: Harness) -> None:
+    nothing = harness.call(
+        "request_freeze", {"test_id": "tests/test_unit.py::test_a", "reason": "r"}
+    )
+    assert nothing.structured_content["status"] == "rejected" and harness.scorer.asked == []
+    harness.scorer.answers = [
+        Scored(id=1, summary=SUMMARY),
+        FreezeHandled(id=2, freeze=FreezeSummary(status="proposed_for_review", reason="ok")),
+    ]
+    harness.call("write_file", {"path": "orders/extra.py", "content": "X = 1\n"})
+    assert not harness.call("submit_patch", {"message": "m"}).is_error
+    proposed = harness.call(
+        "request_freeze", {"test_id": "tests/test_unit.py::test_a", "reason": "flaky clock"}
+    )
+    assert proposed.structured_content == {"status": "proposed_for_review", "reason": "ok"}
+    asked = harness.scorer.asked[1]
+    assert isinstance(asked, ProposeFreeze)
+    assert asked.patch == harness.session.workspace.submissions[-1]
+    assert asked.test_id == "tests/test_unit.py::test_a" and asked.reason == "flaky clock"
+    bad = harness.call("request_freeze", {"test_id": "-p evil", "reason": "r"})
+    assert bad.is_error
+
+
+def test_get_contract_and_audit_log(harness: Harness) -> None:
+    info = harness.call("get_contract").structured_content
+    assert [p["id"] for p in info["properties"]] == [
+        "prop.order_total_non_negative",
+        "prop.order_total_matches_fixture",
+        "prop.bulk_rounding",
+    ]
+    assert CONTRACT in info["read_only_paths"]
+    lines = [json.loads(line) for line in (harness.audit / "audit.jsonl").read_text().splitlines()]
+    assert [entry["tool"] for entry in lines] == ["get_contract"]
