@@ -181,3 +181,20 @@ def test_only_patchwarden_is_importable_from_outside_the_checkout(tmp_path: Path
         "patchwarden.configs",
         "patchwarden.examples",
     }
+
+
+def test_every_package_folder_is_in_the_distribution() -> None:
+    """A sub-package missing from pyproject's list works in the checkout and is absent from
+    the wheel."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    mapping = {folder: name for name, folder in config["package-dir"].items()}
+    expected = set()
+    for folder, name in mapping.items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            relative = init.parent.relative_to(ROOT / folder)
+            if any(part in {"template", "patches"} for part in relative.parts):
+                continue  # the example repository's own packages are data
+            expected.add(".".join([name, *relative.parts]))
+    assert set(config["packages"]) == expected

@@ -1,0 +1,91 @@
+"""A wheel works as well as the checkout: one import name, and `patchwarden demo` from a
+fresh venv outside the checkout (the example ships as package data)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A venv holding only the built wheel; its dependencies come from this interpreter's
+    site-packages through a .pth line (a line adds a directory, it does not run the
+    editable install's import hook, so the checkout cannot leak in)."""
+    base = tmp_path_factory.mktemp("wheel")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "-w",
+            str(base / "dist"),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    (wheel,) = (base / "dist").glob("patchwarden-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {n.split("/")[0] for n in names} == {
+        "patchwarden",
+        wheel.name.rsplit("-", 3)[0] + ".dist-info",
+    }
+    venv = base / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+        check=True,
+        capture_output=True,
+    )
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    Path(purelib, "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return venv
+
+
+def test_the_wheel_installs_one_import_name(wheel_venv: Path, tmp_path: Path) -> None:
+    python = str(wheel_venv / "bin" / "python")
+    for name in ("server", "scorer", "sandbox", "configs", "examples", "package"):
+        done = subprocess.run([python, "-c", f"import {name}"], cwd=tmp_path, capture_output=True)
+        assert done.returncode == 1, name
+    done = subprocess.run(
+        [python, "-c", "import patchwarden.server.cli, patchwarden.scorer.gate; print('ok')"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert done.stdout == "ok\n", done.stderr
+
+
+@pytest.mark.bwrap
+def test_the_demo_runs_from_the_wheel_outside_the_checkout(
+    wheel_venv: Path, tmp_path: Path
+) -> None:
+    done = subprocess.run(
+        [str(wheel_venv / "bin" / "patchwarden"), "demo", "--workdir", str(tmp_path / "demo")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip().endswith("demo: all three verdicts as expected")
+    for decision in ("accept", "reject", "propose_freeze"):
+        assert f" {decision} " in done.stdout
+    assert str(ROOT) not in done.stdout  # nothing of the checkout was used
