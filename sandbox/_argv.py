@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from patchwarden._treepaths import normal_tree_path
+
 from ._config import Limits, SandboxConfig
 from ._errors import ConfigError, SandboxError
 from ._runtime import SYSTEM_DIRS, PythonRuntime, is_within, python_runtime, which
@@ -252,13 +254,7 @@ def plan_contract_mounts(spec: LaunchSpec, tree: Path) -> list[ContractMount]:
 
 
 def _normal_relative_path(raw: str) -> str:
-    path = PurePosixPath(raw)
-    parts = path.parts
-    if path.is_absolute() or not parts or any(p in ("..", ".") for p in raw.split("/")):
-        raise ValueError(f"contract path {raw!r} must be relative, without '.' or '..'")
-    if parts[0] == ".git":
-        raise ValueError(f"contract path {raw!r} is inside .git")
-    return path.as_posix()
+    return normal_tree_path(raw, "contract path")
 
 
 def _refuse_symlinks(tree: Path, relative: str, *, what: str) -> bool:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import git
 
+from patchwarden._treepaths import tree_path_problem
 from patchwarden.sandbox import (
     AgentRun,
     Limits,
@@ -107,9 +108,9 @@ def run_pytest_once(
 
 def contract_at(repo: Path, sha: str, contract: str) -> tuple[Contract, str]:
     """The contract committed at ``sha`` and its tree path."""
-    rel = Path(contract)
-    if rel.is_absolute() or ".." in rel.parts:
+    if tree_path_problem(contract):
         raise ContractError("the contract must be a path inside the repository", where=contract)
+    rel = Path(contract)
     data = file_at(repo, sha, rel.as_posix())
     if data is None:
         raise ContractError(f"contract not found in commit {sha[:12]}", where=contract)

@@ -16,6 +16,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from patchwarden._treepaths import tree_path_problem
+
 from ._errors import ContractError
 from ._fixtures import read_manifest
 from ._hashing import files_under, hash_json, hash_pairs, sha256_bytes
@@ -39,7 +41,7 @@ class Property(BaseModel):
     @classmethod
     def _node_id_is_relative(cls, value: str) -> str:
         path = value.split("::", 1)[0]
-        if path.startswith("/") or ".." in Path(path).parts or "::" not in value:
+        if tree_path_problem(path) or "::" not in value:
             raise ValueError(f"test must be a relative pytest node id 'path::name', got {value!r}")
         return value
 
@@ -84,7 +86,7 @@ class Contract(BaseModel):
     @classmethod
     def _relative_paths(cls, paths: list[str]) -> list[str]:
         for path in paths:
-            if path.startswith("/") or ".." in Path(path).parts:
+            if tree_path_problem(path.rstrip("/")):
                 raise ValueError(f"spec_paths must be relative to the repository, got {path!r}")
         return paths
 

@@ -198,3 +198,25 @@ def test_every_package_folder_is_in_the_distribution() -> None:
                 continue  # the example repository's own packages are data
             expected.add(".".join([name, *relative.parts]))
     assert set(config["packages"]) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("tests/properties", ""),
+        ("a.py", ""),
+        ("dir/", ""),
+        ("", "must be a non-empty path"),
+        ("/etc/passwd", "must be relative to the tree"),
+        ("a\\b.py", "must be a POSIX path"),
+        ("a/../b", "must not contain '.', '..' or empty components"),
+        ("./a", "must not contain '.', '..' or empty components"),
+        ("a//b", "must not contain '.', '..' or empty components"),
+        (".git/config", "must not be inside .git"),
+        (5, "must be a non-empty path"),
+    ],
+)
+def test_one_rule_for_tree_paths(value: object, problem: str) -> None:
+    from patchwarden._treepaths import tree_path_problem
+
+    assert tree_path_problem(value) == problem

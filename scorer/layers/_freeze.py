@@ -14,11 +14,12 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from patchwarden._treepaths import tree_path_problem
 from patchwarden.sandbox import (
     SandboxConfig,
     blob_id_at,
@@ -103,8 +104,7 @@ def load_record(path: Path) -> dict[str, Any]:
 
 
 def _relative(value: str) -> bool:
-    pure = PurePosixPath(value)
-    return bool(value) and not pure.is_absolute() and ".." not in pure.parts and "\\" not in value
+    return not tree_path_problem(value)
 
 
 def node_id_problem(value: object) -> str:

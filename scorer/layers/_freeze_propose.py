@@ -34,6 +34,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from patchwarden._treepaths import tree_path_problem
 from patchwarden.sandbox import (
     AgentRun,
     SandboxConfig,
@@ -129,10 +130,9 @@ class _Context:
 
 
 def _relative_path(value: str, what: str) -> str:
-    pure = PurePosixPath(value)
-    if not value or pure.is_absolute() or ".." in pure.parts or pure.parts[:1] == (".git",):
+    if tree_path_problem(value):
         raise InputError(f"{what} must be a path inside the repository, got {value!r}")
-    return pure.as_posix()
+    return PurePosixPath(value).as_posix()
 
 
 def _safe_target(root: Path, rel: str) -> Path:
