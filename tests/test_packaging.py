@@ -89,3 +89,28 @@ def test_the_demo_runs_from_the_wheel_outside_the_checkout(
     for decision in ("accept", "reject", "propose_freeze"):
         assert f" {decision} " in done.stdout
     assert str(ROOT) not in done.stdout  # nothing of the checkout was used
+
+
+def test_the_view_renders_from_the_wheel(wheel_venv: Path, tmp_path: Path) -> None:
+    """The view's templates and stylesheet are package data: the export's pages render
+    from the wheel alone."""
+    logs, out = tmp_path / "logs", tmp_path / "site"
+    logs.mkdir()
+    done = subprocess.run(
+        [
+            str(wheel_venv / "bin" / "patchwarden"),
+            "verdicts",
+            "export",
+            "--log-dir",
+            str(logs),
+            "--html",
+            str(out),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "No verdicts yet" in (out / "index.html").read_text()
+    assert ".badge" in (out / "view.css").read_text()

@@ -5,7 +5,8 @@
     _fixtures   fixtures pin|guard
     _sweep      sweep, quarantine release-check
     _freeze     freeze propose|check|approve|list|expire
-    _verdicts   verdicts list|show
+    _verdicts   verdicts list|show|export
+    _view       view
     _setup      doctor, config check|schema
 
 Every command runs through :func:`._base.run_guarded`: our errors are one line and
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import click
 
-from . import _fixtures, _freeze, _gate, _session, _setup, _sweep, _verdicts
+from . import _fixtures, _freeze, _gate, _session, _setup, _sweep, _verdicts, _view
 from ._base import DECISION_EXIT, EXIT_INTERNAL, EXIT_USAGE, OneLineGroup
 
 
@@ -36,6 +37,7 @@ for command in (
     _sweep.quarantine_group,
     _freeze.freeze_group,
     _verdicts.verdicts_group,
+    _view.view_cmd,
     _setup.doctor_cmd,
     _setup.config_group,
 ):

@@ -1,4 +1,4 @@
-"""``patchwarden verdicts list|show``: the verdict logs as tables."""
+"""``patchwarden verdicts list|show|export``: the verdict logs as tables, or as HTML files."""
 
 from __future__ import annotations
 
@@ -166,3 +166,26 @@ def show_cmd(
         click.echo(json.dumps(out, indent=2))
         return
     click.echo(_show_text(bundle))
+
+
+@verdicts_group.command("export")
+@log_dir_option
+@click.option(
+    "--html",
+    "html_dir",
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Directory for the pages: new, empty, or an earlier export (replaced whole).",
+)
+@config_option
+def export_cmd(log_dir: Path | None, html_dir: Path, config_path: Path | None) -> None:
+    """The pages of `patchwarden view` as static files with relative links (a CI
+    artefact): the list, one page per verdict with its files, the tickets."""
+    from .._view import export_site
+
+    result = export_site(log_dir_of(config_path, log_dir), html_dir)
+    for warning in result.warnings:
+        click.echo(f"patchwarden: warning: {warning}", err=True)
+    click.echo(
+        f"exported {result.verdicts} verdicts ({result.pages} pages) to {result.out / 'index.html'}"
+    )
