@@ -9,9 +9,11 @@ lexer its name calls for, then split back into lines. Every piece of text goes t
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 from markupsafe import Markup, escape
 from pygments.lexer import Lexer
@@ -57,8 +59,16 @@ def _css(ttype: _TokenType) -> str:
 
 
 def _lexer(path: str) -> Lexer:
+    name = PurePosixPath(path).name
+    return _lexer_for(PurePosixPath(name).suffix or name)
+
+
+@functools.lru_cache(maxsize=256)
+def _lexer_for(suffix_or_name: str) -> Lexer:
+    """Pygments' filename lookup scans every lexer (milliseconds): once per suffix."""
+    probe = f"x{suffix_or_name}" if suffix_or_name.startswith(".") else suffix_or_name
     try:
-        return get_lexer_for_filename(path, stripnl=False, ensurenl=False)
+        return get_lexer_for_filename(probe, stripnl=False, ensurenl=False)
     except ClassNotFound:
         return TextLexer(stripnl=False, ensurenl=False)
 

@@ -25,8 +25,7 @@ from pathlib import Path
 
 from patchwarden import ConfigError
 
-from ._bundle import list_files
-from ._index import IndexReader, IndexSnapshot, bundle_dir
+from ._index import IndexReader, IndexSnapshot
 from ._render import (
     ExportLinks,
     SummaryCache,
@@ -125,20 +124,20 @@ def _build(log_dir: Path, stage: Path) -> ExportResult:
     deep = ExportLinks(2)
     for entry in snapshot.entries:
         folder = stage / "verdicts" / entry.verdict_id
+        view = verdict_page(log_dir, entry)
         html = render(
             env,
             "verdict.html",
             deep,
             (),
             log_dir=shown,
-            view=verdict_page(log_dir, entry),
+            view=view,
             nav=neighbours(snapshot, entry.verdict_id, None),
             decision=None,
         )
         _write(folder / "index.html", html)
         pages += 1
-        files, _ = list_files(bundle_dir(log_dir, entry.verdict_id))
-        for name, source in files.items():
+        for name, source in view.bundle.files.items():
             target = folder / "files" / name
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target, follow_symlinks=False)
