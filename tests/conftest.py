@@ -8,13 +8,22 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests._artefacts import ARTEFACT_LINES
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "orders"
 CONTRACT = "contract/differential-contract.yaml"
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say where tests left artefacts for people (tests/_artefacts.py)."""
+    for line in terminalreporter.config.stash.get(ARTEFACT_LINES, []):
+        terminalreporter.write_line(line)
 
 
 def _make_repo(dest: Path) -> dict[str, str]:
@@ -39,3 +48,40 @@ def scorer_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """Environment for ``patchwarden`` subprocesses: a private state dir, shared by the session."""
     state = tmp_path_factory.mktemp("state")
     return {**os.environ, "XDG_STATE_HOME": str(state)}
+
+
+SCORED_PATCHES = ("fix", "regression", "refactor")
+
+
+@pytest.fixture(scope="session")
+def scored_logs(
+    example_repo: Path, scorer_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """A log directory with real verdicts of the example's fix (accept), regression (reject)
+    and refactor (propose_freeze) patches, scored once per session (about 3 s a patch).
+    Read it, never write it: copy it first to add lines."""
+    logs = tmp_path_factory.mktemp("scored") / "logs"
+    for patch in SCORED_PATCHES:
+        done = subprocess.run(
+            [
+                "patchwarden",
+                "score",
+                "--repo",
+                str(example_repo),
+                "--contract",
+                CONTRACT,
+                "--parent",
+                "base",
+                "--patch",
+                f"patch-{patch}",
+                "--log-dir",
+                str(logs),
+            ],
+            capture_output=True,
+            text=True,
+            env=scorer_env,
+            timeout=600,
+            check=False,
+        )
+        assert done.returncode in (0, 1, 3), (patch, done.stderr)
+    return logs
