@@ -76,6 +76,8 @@ NO_GIT = {
     ("freeze", "expire"): "reads the log directory",
     ("verdicts", "list"): "reads the log directory",
     ("verdicts", "show"): "reads the log directory",
+    ("verdicts", "export"): "reads the log directory",
+    ("view",): "reads the log directory",
 }
 
 
