@@ -480,3 +480,26 @@ def test_export_refuses_to_write_into_the_evidence_or_over_other_files(
     assert not (out / "stale.html").exists()
     assert [p.name for p in out.iterdir() if p.name.startswith(".")] == [".patchwarden-export"]
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_held_out_rows_from_files_of_their_own_are_marked(tmp_path: Path) -> None:
+    vid = write_verdict(tmp_path, 1, props=("prop.a",), seeds=(11,))
+    bundle = tmp_path / "verdicts" / vid
+    witness = "prop.h|KeyError|held/test_h.py:3"
+    rows = {
+        "patch.held-out.jsonl": {
+            "prop": "prop.h",
+            "seed": 11,
+            "status": "fail",
+            "witness": witness,
+        },
+        "parent.held_out.jsonl": {"prop": "prop.h", "seed": 11, "status": "pass"},
+    }
+    for name, row in rows.items():
+        (bundle / name).write_text(json.dumps(row) + "\n")
+    page = client(tmp_path).get(f"/verdicts/{vid}").text
+    held = re.findall(r'<tr class="held-out">\s*<th class="prop">([^<]+?) <span', page)
+    assert held == ["prop.h"]
+    assert 'class="cell c-fail first" data-side="patch" data-seed="11" data-prop="prop.h"' in page
+    assert 'class="cell c-pass first" data-side="parent" data-seed="11" data-prop="prop.h"' in page
+    assert "KeyError · held/test_h.py:3" in page

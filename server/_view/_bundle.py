@@ -165,7 +165,7 @@ def _rows_files(files: dict[str, Path]) -> list[str]:
 
 
 def _is_held_out(row: dict[str, Any], name: str) -> bool:
-    return row.get("held_out") is True or "held" in name.replace("_", "-").lower()
+    return row.get("held_out") is True or "held-out" in name.replace("_", "-").lower()
 
 
 def _side_of(row: dict[str, Any], name: str) -> str | None:
