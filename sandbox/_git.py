@@ -191,7 +191,7 @@ def _harden(repo: git.Repo) -> None:
         cfg.set_value("gc", "auto", "0")
 
 
-def _fetch_all(repo: git.Repo, source: Path) -> None:
+def _fetch_all(repo: git.Repo, source: Path | str) -> None:
     with git_errors(source):
         repo.git.fetch("--quiet", "--force", str(source), "+refs/*:refs/remotes/source/*")
 
@@ -229,6 +229,49 @@ def scratch_clone(source: Path, dest: Path) -> git.Repo:
         return git.Repo(dest)
 
 
+def empty_clone(dest: Path) -> git.Repo:
+    """A bare repository at ``dest`` to fetch into (a worker's clone, filled from bundles),
+    created once and whole, like :func:`scratch_clone`."""
+    with clone_lock(dest):
+        if (dest / "HEAD").exists():
+            with git_errors(dest):
+                return git.Repo(dest)
+        if dest.exists():
+            shutil.rmtree(dest)
+        staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+        try:
+            with git_errors(dest):
+                repo = git.Repo.init(staging / "clone", bare=True)
+            _harden(repo)
+            os.rename(staging / "clone", dest)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return git.Repo(dest)
+
+
+BUNDLE_REFS = "refs/patchwarden-bundle"
+"""Where :func:`bundle_commits` names the commits for the moment it writes a bundle."""
+
+
+def bundle_commits(repo: git.Repo, shas: list[str], dest: Path) -> None:
+    """``git bundle create`` of ``shas`` and their history, into ``dest``.
+
+    A bundle records refs, not bare commits, so each sha gets a ref for the moment the
+    bundle is written (under the clone's lock, so no other process sees or removes them).
+    """
+    clone = Path(repo.git_dir)
+    refs = [f"{BUNDLE_REFS}/{sha}" for sha in dict.fromkeys(shas)]
+    with clone_lock(clone), git_errors(clone):
+        try:
+            for ref in refs:
+                repo.git.update_ref(ref, ref.rsplit("/", 1)[1])
+            repo.git.bundle("create", "--quiet", str(dest), *refs)
+        finally:
+            for ref in refs:
+                with contextlib.suppress(git.GitCommandError):
+                    repo.git.update_ref("-d", ref)
+
+
 def has_commit(repo: git.Repo, sha: str) -> bool:
     try:
         repo.git.cat_file("-e", f"{sha}^{{commit}}")
@@ -237,8 +280,9 @@ def has_commit(repo: git.Repo, sha: str) -> bool:
     return True
 
 
-def fetch_commits(repo: git.Repo, source: Path, shas: list[str]) -> None:
-    """Fetch from ``source`` unless the clone already holds every commit of ``shas``."""
+def fetch_commits(repo: git.Repo, source: Path | str, shas: list[str]) -> None:
+    """Fetch from ``source`` (a repository, a bundle file or a URL) unless the clone already
+    holds every commit of ``shas``."""
     if any(not has_commit(repo, sha) for sha in shas):
         with clone_lock(Path(repo.git_dir)):
             _fetch_all(repo, source)

@@ -7,6 +7,7 @@ renamed into place in one step, so a reader never sees half a bundle. The
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -18,6 +19,9 @@ from typing import Any
 
 VERDICTS_DIR = "verdicts"
 INDEX = "verdicts.jsonl"
+ID_ATTEMPTS = 16
+"""Fresh verdict ids drawn before giving up: a clash needs the same second, patch and 16
+random bits, so a second draw practically always succeeds."""
 
 
 def new_verdict_id(patch_sha: str) -> str:
@@ -34,6 +38,22 @@ class BundleWriter:
         self.final = log_dir / VERDICTS_DIR / verdict_id
         self.staging = log_dir / VERDICTS_DIR / f".staging-{verdict_id}"
         self.staging.mkdir(parents=True, exist_ok=False)
+        if self.final.exists():
+            # Taken by a bundle published since: staging names are exclusive while they
+            # exist, so this check after our mkdir cannot race with another writer.
+            self.staging.rmdir()
+            raise FileExistsError(errno.EEXIST, "verdict id taken", str(self.final))
+
+    @classmethod
+    def create(cls, log_dir: Path, patch_sha: str) -> BundleWriter:
+        """A writer under a verdict id no other writer has or had, also across processes
+        sharing the log directory (ids differ in time and randomness; a clash draws again)."""
+        for _ in range(ID_ATTEMPTS):
+            try:
+                return cls(log_dir, new_verdict_id(patch_sha))
+            except FileExistsError:
+                continue
+        raise FileExistsError(errno.EEXIST, "no free verdict id", str(log_dir / VERDICTS_DIR))
 
     def write_text(self, name: str, text: str) -> Path:
         path = self.staging / name
@@ -57,9 +77,22 @@ class BundleWriter:
 
 
 def append_index(log_dir: Path, entry: dict[str, Any]) -> None:
-    line = json.dumps(entry, sort_keys=True) + "\n"
-    with (log_dir / INDEX).open("a", encoding="utf-8") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        handle.write(line)
-        handle.flush()
-        os.fsync(handle.fileno())
+    """One whole line at the end of the index, whoever else is appending.
+
+    O_APPEND puts every write at the end; the exclusive lock (readers take a shared one,
+    scorer/_verdicts.py) and a single write() of the whole line keep lines from interleaving
+    or being read half-written.
+    """
+    line = (json.dumps(entry, sort_keys=True) + "\n").encode("utf-8")
+    fd = os.open(log_dir / INDEX, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        end = os.fstat(fd).st_size
+        written = os.write(fd, line)
+        if written != len(line):
+            # A full disk cut the line: take it back, so the next line does not join it.
+            os.ftruncate(fd, end)
+            raise OSError(errno.ENOSPC, "the index line was cut short", str(log_dir / INDEX))
+        os.fsync(fd)
+    finally:
+        os.close(fd)

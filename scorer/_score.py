@@ -1,18 +1,25 @@
 """``score``: both trees, every seed, the gate, the scorecard, the evidence.
 
-Order matters and is fixed: resolve commits → scratch clone → worktrees →
-restore contract and protected paths of the patch tree from the parent →
-guard fixtures → run the schedule (parallel, sandboxed, read-only trees) →
-guard fixtures again and check the trees are unchanged → save the rows →
-decide → scorecard → publish the bundle. See docs/design/scoring.md.
+Three phases, in a fixed order (docs/design/scoring.md):
+
+- plan (:func:`plan_score`): resolve commits → scratch clone → worktrees → restore contract
+  and protected paths of the patch tree from the parent → guard fixtures → hashes and the
+  resolved contract → snapshot → the run units;
+- runs: an executor (``scorer/executors``) runs every unit (tree, seed) in its own sandboxed
+  process, trees read-only;
+- decide (:func:`finish_score`): guard fixtures again and check the trees are unchanged →
+  save the rows → decide → scorecard → publish the bundle.
+
+``score`` is the three in a row for one request; ``score-batch`` (scorer/_batch.py) keeps
+many requests' units in one executor.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import git
@@ -28,8 +35,8 @@ from patchwarden.sandbox import (
     run_properties,
 )
 
-from ._bundle import BundleWriter, new_verdict_id
-from ._checkout import clean_checkout, scorer_clone
+from ._bundle import BundleWriter
+from ._checkout import clean_checkout, repo_key, scorer_clone
 from ._config import ScorerConfig
 from ._contract import (
     Contract,
@@ -62,6 +69,7 @@ from .checks import (
     tree_entries,
     under,
 )
+from .executors import Executor, LocalExecutor, RunOutcome, RunUnit, TreeSource, tree_digest
 from .gate import Decision, GateResult, Reason, RunRow, SkipReason, decide, dump_rows, review_note
 from .layers import QuarantineList, quarantine_list_path, read_quarantine_list, write_ticket
 from .layers import ticket_path as ticket_file
@@ -85,6 +93,8 @@ class Verdict:
     line per scorecard check."""
     ticket: str | None = None
     """The freeze ticket id of a propose_freeze verdict (``<log_dir>/tickets/<id>.json``)."""
+    request_id: str | None = None
+    """The ``score-batch`` request this verdict answers (kept in the index, for resume)."""
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -98,6 +108,8 @@ class Verdict:
         }
         if self.ticket is not None:
             out["ticket"] = self.ticket
+        if self.request_id is not None:
+            out["request_id"] = self.request_id
         return out
 
 
@@ -108,6 +120,8 @@ class ScoreRequest:
     """Tree-relative path of the contract (read from the parent commit), or a file path."""
     parent: str
     patch: str
+    request_id: str | None = None
+    """A ``score-batch`` request id, recorded with the verdict."""
 
 
 def _changes(clone: git.Repo, parent: str, patch: str) -> list[Change]:
@@ -177,32 +191,6 @@ def _targets(contract: Contract) -> list[PropertyTarget]:
     return [PropertyTarget(prop=p.id, node_id=p.test) for p in contract.properties]
 
 
-def _run_schedule(
-    trees: dict[str, Path],
-    contract: Contract,
-    contract_paths: Sequence[str],
-    sandbox_config: SandboxConfig,
-    config: ScorerConfig,
-) -> dict[tuple[str, int], PropertyRun]:
-    """Every (tree, seed) in its own sandboxed process, bounded by the core count."""
-    targets = _targets(contract)
-    jobs = [(name, seed) for name in TREES for seed in contract.seeds]
-    with ThreadPoolExecutor(max_workers=min(config.worker_count(), len(jobs))) as pool:
-        futures = {
-            job: pool.submit(
-                run_properties,
-                trees[job[0]],
-                targets,
-                job[1],
-                sandbox_config,
-                contract_paths=contract_paths,
-                limits=config.run_limits,
-            )
-            for job in jobs
-        }
-        return {job: future.result() for job, future in futures.items()}
-
-
 def _rows(
     name: str,
     sha: str,
@@ -232,8 +220,9 @@ def _rows(
     return rows
 
 
-def _run_evidence(bundle: BundleWriter, runs: dict[tuple[str, int], PropertyRun]) -> None:
-    for (name, seed), run in runs.items():
+def _run_evidence(bundle: BundleWriter, outcomes: Mapping[tuple[str, int], RunOutcome]) -> None:
+    for (name, seed), outcome in outcomes.items():
+        run = outcome.run
         stem = f"runs/{name}-seed{seed}"
         bundle.write_text(f"{stem}.stdout.txt", run.process.stdout)
         bundle.write_text(f"{stem}.stderr.txt", run.process.stderr)
@@ -253,6 +242,8 @@ def _run_evidence(bundle: BundleWriter, runs: dict[tuple[str, int], PropertyRun]
                 "truncated": run.process.truncated,
                 "duration_s": run.process.duration_s,
                 "backend": run.process.backend,
+                "where": outcome.where,
+                "drift": list(outcome.drift),
             },
         )
 
@@ -263,46 +254,72 @@ def score(
     sandbox_config: SandboxConfig,
     *,
     quarantined: Sequence[str] | None = None,
+    executor: Executor | None = None,
 ) -> Verdict:
     """Score ``request.patch`` against ``request.parent``; write the bundle; return the verdict.
 
     ``quarantined``: the tests the agent's loop left out; None reads them
-    from the quarantine list in the parent commit.
+    from the quarantine list in the parent commit. ``executor``: where the runs go
+    (default: a local executor with ``config.jobs`` slots, for this request alone).
     """
-    require_sandbox(sandbox_config)
+    with contextlib.ExitStack() as stack:
+        if executor is None:
+            executor = stack.enter_context(LocalExecutor(config.worker_count(), sandbox_config))
+        elif not executor.remote:
+            require_sandbox(sandbox_config)
+        plan = plan_score(
+            request, config, stack, quarantined=quarantined, describe_trees=executor.remote
+        )
+        return finish_score(plan, executor.run_all(plan.units))
+
+
+@dataclass
+class ScorePlan:
+    """Everything settled before the first run: the trees as they will run, the resolved
+    contract, what the checks before the runs found, and the units to run."""
+
+    request: ScoreRequest
+    config: ScorerConfig
+    clone: git.Repo
+    parent_sha: str
+    patch_sha: str
+    trees: dict[str, Path]
+    contract: Contract
+    resolved: Contract
+    contract_paths: list[str]
+    changes: list[Change]
+    restored: list[str]
+    drifts: list[str]
+    hashes: dict[str, tuple[str, str]]
+    snapshots: dict[str, dict[str, tuple[int, int]]]
+    quarantined: Sequence[str] | None
+    units: list[RunUnit] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return self.request.request_id or self.patch_sha[:12]
+
+
+def plan_score(
+    request: ScoreRequest,
+    config: ScorerConfig,
+    stack: contextlib.ExitStack,
+    *,
+    quarantined: Sequence[str] | None = None,
+    describe_trees: bool = False,
+) -> ScorePlan:
+    """The plan phase: commits, trees (owned by ``stack``), restore, hashes, the units.
+
+    ``describe_trees``: say how a worker elsewhere rebuilds each tree (``TreeSource``), for
+    executors that do not run on this machine.
+    """
     parent_sha = resolve_commit(request.repo, request.parent)
     patch_sha = resolve_commit(request.repo, request.patch)
     clone = scorer_clone(request.repo, [parent_sha, patch_sha], config)
-    log_dir = Path(config.log_dir)
-    log_dir.mkdir(parents=True, exist_ok=True)
-    with (
-        clean_checkout(clone, parent_sha, config) as parent_tree,
-        clean_checkout(clone, patch_sha, config) as patch_tree,
-    ):
-        return _score_trees(
-            request,
-            config,
-            sandbox_config,
-            clone,
-            parent_sha,
-            patch_sha,
-            {"parent": parent_tree, "patch": patch_tree},
-            log_dir,
-            quarantined,
-        )
-
-
-def _score_trees(
-    request: ScoreRequest,
-    config: ScorerConfig,
-    sandbox_config: SandboxConfig,
-    clone: git.Repo,
-    parent_sha: str,
-    patch_sha: str,
-    trees: dict[str, Path],
-    log_dir: Path,
-    quarantined: Sequence[str] | None,
-) -> Verdict:
+    trees = {
+        "parent": stack.enter_context(clean_checkout(clone, parent_sha, config)),
+        "patch": stack.enter_context(clean_checkout(clone, patch_sha, config)),
+    }
     contract, contract_file = _load_contract(trees["parent"], request)
     if not contract.properties:
         raise ContractError("the contract lists no properties to run", where=request.contract)
@@ -330,9 +347,76 @@ def _score_trees(
             "fixture_closure_hash": contract.fixture_closure_hash or hashes["parent"][1],
         }
     )
+    plan = ScorePlan(
+        request=request,
+        config=config,
+        clone=clone,
+        parent_sha=parent_sha,
+        patch_sha=patch_sha,
+        trees=trees,
+        contract=contract,
+        resolved=resolved,
+        contract_paths=contract_paths,
+        changes=changes,
+        restored=restored,
+        drifts=drifts,
+        hashes=hashes,
+        snapshots={name: _snapshot(tree) for name, tree in trees.items()},
+        quarantined=quarantined,
+    )
+    plan.units = _units(plan, describe_trees)
+    return plan
+
+
+def _units(plan: ScorePlan, describe_trees: bool) -> list[RunUnit]:
+    """Every (tree, seed) of the schedule, in schedule order, parent first."""
+    targets = tuple(_targets(plan.resolved))
+    shas = {"parent": plan.parent_sha, "patch": plan.patch_sha}
+    sources: dict[str, TreeSource | None] = {name: None for name in TREES}
+    if describe_trees:
+        key = repo_key(plan.request.repo)
+        for name in TREES:
+            sources[name] = TreeSource(
+                repo_key=key,
+                clone=Path(plan.clone.git_dir),
+                sha=shas[name],
+                restore_from=plan.parent_sha if name == "patch" else None,
+                contract_paths=tuple(plan.contract_paths),
+                protected_paths=tuple(plan.config.protected_paths),
+                digest=tree_digest(plan.trees[name]),
+            )
+    return [
+        RunUnit(
+            label=plan.label,
+            tree_name=name,
+            seed=seed,
+            tree=plan.trees[name],
+            targets=targets,
+            contract_paths=tuple(plan.contract_paths),
+            limits=plan.config.run_limits,
+            source=sources[name],
+        )
+        for name in TREES
+        for seed in plan.resolved.seeds
+    ]
+
+
+def finish_score(plan: ScorePlan, outcomes: Mapping[tuple[str, int], RunOutcome]) -> Verdict:
+    """The decision phase: after-run guards, rows, gate, scorecard, ticket, bundle."""
+    request, config, clone = plan.request, plan.config, plan.clone
+    parent_sha, patch_sha, trees = plan.parent_sha, plan.patch_sha, plan.trees
+    contract, resolved, contract_paths = plan.contract, plan.resolved, plan.contract_paths
+    changes, restored, hashes, quarantined = (
+        plan.changes,
+        plan.restored,
+        plan.hashes,
+        plan.quarantined,
+    )
     contract_hash = resolved.contract_hash
-    snapshots = {name: _snapshot(tree) for name, tree in trees.items()}
-    runs = _run_schedule(trees, resolved, contract_paths, sandbox_config, config)
+    log_dir = Path(config.log_dir)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    runs = {key: outcome.run for key, outcome in outcomes.items()}
+    drifts = list(plan.drifts)
     drifts += [
         d + " (after the runs)"
         for d in _drifts(trees["parent"], contract, "parent")
@@ -341,14 +425,15 @@ def _score_trees(
     drifts += [
         f"{name}: the tree changed during the runs"
         for name, tree in trees.items()
-        if _snapshot(tree) != snapshots[name]
+        if _snapshot(tree) != plan.snapshots[name]
     ]
+    drifts += [line for outcome in outcomes.values() for line in outcome.drift]
     rows = {
         name: _rows(name, sha, runs, resolved, contract_hash, *hashes[name])
         for name, sha in (("parent", parent_sha), ("patch", patch_sha))
     }
-    verdict_id = new_verdict_id(patch_sha)
-    bundle = BundleWriter(log_dir, verdict_id)
+    bundle = BundleWriter.create(log_dir, patch_sha)
+    verdict_id = bundle.verdict_id
     ticket: str | None = None
     try:
         skip: SkipReason | None = None
@@ -411,6 +496,7 @@ def _score_trees(
             bundle=bundle.final,
             review_note=note + check_lines(scorecard),
             ticket=ticket,
+            request_id=request.request_id,
         )
         bundle.write_json("contract.resolved.json", resolved.model_dump(mode="json"))
         bundle.write_json("decision.json", verdict.to_json())
@@ -418,9 +504,11 @@ def _score_trees(
         bundle.write_text("review-note.txt", note)
         bundle.write_text("patch.diff", clone.git.diff(parent_sha, patch_sha, "--binary") + "\n")
         bundle.write_json("restored.json", restored)
-        _run_evidence(bundle, runs)
+        _run_evidence(bundle, outcomes)
+        entry: dict[str, object] = {"request_id": request.request_id} if request.request_id else {}
         bundle.publish(
             {
+                **entry,
                 "verdict_id": verdict_id,
                 "decision": decision,
                 "gate_decision": gate.decision,
@@ -501,4 +589,13 @@ def _quarantine_check(
     return check_quarantine(left_out, why, broken=broken, problems=problems)
 
 
-__all__ = ["InputError", "ScoreRequest", "Verdict", "restore_from_parent", "score"]
+__all__ = [
+    "InputError",
+    "ScorePlan",
+    "ScoreRequest",
+    "Verdict",
+    "finish_score",
+    "plan_score",
+    "restore_from_parent",
+    "score",
+]

@@ -7,6 +7,7 @@ error naming the file and line, never a silently shorter list.
 
 from __future__ import annotations
 
+import fcntl
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,10 @@ def read_index(log_dir: Path) -> list[dict[str, Any]]:
     """Every line of ``verdicts.jsonl``, oldest first; none when there is no index."""
     path = log_dir / INDEX
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as handle:
+            # Writers append whole lines under an exclusive lock (scorer/_bundle.py).
+            fcntl.flock(handle, fcntl.LOCK_SH)
+            text = handle.read().decode("utf-8")
     except FileNotFoundError:
         return []
     except (OSError, UnicodeDecodeError) as exc:

@@ -1,0 +1,124 @@
+"""What an executor runs, what it returns, and the interface every executor has.
+
+Scoring is three phases (docs/design/scoring.md): a *plan* (commits, trees, restore, the
+checks that need no runs), the *runs* (independent units: one tree, one seed, every property,
+in one sandboxed process), and the *decision* (gate, scorecard, bundle). Only the middle one
+is the executor's: it takes :class:`RunUnit` objects and answers each with a
+:class:`RunOutcome` through a ``concurrent.futures.Future``, so a driver can keep units of
+many requests in flight and finish each request as soon as its own units are done.
+
+Executors (SWE-ReX style, one module per backend): ``local`` (threads, each waiting on one
+sandboxed process on this machine) and ``ray`` (Ray tasks on a cluster).
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from patchwarden.sandbox import Limits, PropertyRun, PropertyTarget
+
+UnitKey = tuple[str, int]
+"""(tree name, seed): a unit's place in one request's schedule."""
+
+
+@dataclass(frozen=True)
+class TreeSource:
+    """How a worker elsewhere rebuilds the tree a unit runs on, byte for byte.
+
+    A fresh checkout of ``sha`` from the scorer's clone; for the patch tree the guarded paths
+    are then restored from a checkout of ``restore_from`` (the same ``restore_from_parent``
+    the plan ran); bytecode is removed. The result must hash to ``digest`` (the plan's own
+    tree, see :func:`tree_digest`), or the unit fails closed.
+    """
+
+    repo_key: str
+    """Names the worker's own clone of the repository."""
+    clone: Path
+    """The driver's scorer clone, where bundles of the needed commits are made."""
+    sha: str
+    restore_from: str | None
+    contract_paths: tuple[str, ...]
+    protected_paths: tuple[str, ...]
+    digest: str
+
+
+@dataclass(frozen=True)
+class RunUnit:
+    """One sandboxed run: one tree of one request, one seed, every scheduled property."""
+
+    label: str
+    """Who it is for, for progress lines and errors (a request id, or the patch sha)."""
+    tree_name: str
+    seed: int
+    tree: Path
+    """The planned tree on the driver's machine (mounted read-only)."""
+    targets: tuple[PropertyTarget, ...]
+    contract_paths: tuple[str, ...]
+    limits: Limits
+    source: TreeSource | None = None
+    """Set when the plan was made for an executor that runs elsewhere."""
+
+    @property
+    def key(self) -> UnitKey:
+        return (self.tree_name, self.seed)
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """A unit's run, and what the executor saw of its tree."""
+
+    run: PropertyRun
+    drift: tuple[str, ...] = ()
+    """Changes to the tree the run saw (a remote worker checks its own copy; locally the
+    plan's trees are checked once after every run, in the decision phase)."""
+    where: str = "local"
+    """The machine that ran it (a Ray node's address, or ``local``)."""
+
+
+class Executor(abc.ABC):
+    """Runs units; every unit submitted gets exactly one outcome or one exception."""
+
+    name: str = "executor"
+    remote: bool = False
+    """Units run on other machines, so plans must describe their trees (``TreeSource``)."""
+
+    @property
+    @abc.abstractmethod
+    def jobs(self) -> int:
+        """How many units run at once."""
+
+    @abc.abstractmethod
+    def submit(self, unit: RunUnit) -> Future[RunOutcome]:
+        """Queue one unit; the future holds its outcome, or the error that stopped it."""
+
+    def close(self) -> None:
+        """Stop taking work and release what the executor holds."""
+
+    def run_all(self, units: Iterable[RunUnit]) -> dict[UnitKey, RunOutcome]:
+        """Every unit of one request, waited for; the first error is raised."""
+        futures = {unit.key: self.submit(unit) for unit in units}
+        return collect(futures)
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def collect(futures: Mapping[UnitKey, Future[RunOutcome]]) -> dict[UnitKey, RunOutcome]:
+    """The outcomes of one request's units; the first error in schedule order is raised,
+    after every unit has finished (nothing of the request is left running)."""
+    for future in futures.values():
+        future.exception()  # waits, without raising yet
+    return {key: future.result() for key, future in futures.items()}

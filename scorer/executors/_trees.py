@@ -1,0 +1,65 @@
+"""Trees for workers elsewhere: a digest of what the plan will run, and the same tree rebuilt
+from git objects on another machine.
+
+A plan's tree is a checkout plus the restore (and bytecode removal); a worker rebuilds it the
+same way from the same commits (`TreeSource`), then checks the digest, so a difference in git
+versions, attributes or filters there fails the unit instead of running other bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import git
+
+from patchwarden.sandbox import empty_clone
+
+from .._checkout import clean_checkout, state_dir
+from .._config import ScorerConfig
+from ..checks import remove_bytecode, restore_from_parent, tree_entries
+from ._base import TreeSource
+
+DIGEST_PREFIX = "tree-sha256:"
+
+
+def tree_digest(tree: Path) -> str:
+    """sha256 over every file and link of ``tree`` (``.git`` left out): path, kind, the
+    executable bit, and the bytes or the link's target."""
+    digest = hashlib.sha256()
+    for rel in sorted(tree_entries(tree)):
+        path = tree / rel
+        mode = path.lstat().st_mode
+        if stat.S_ISLNK(mode):
+            kind, payload = b"link", os.readlink(path).encode()
+        else:
+            kind = b"exec" if mode & stat.S_IXUSR else b"file"
+            payload = hashlib.sha256(path.read_bytes()).digest()
+        name = rel.encode()
+        for part in (name, kind, payload):
+            digest.update(len(part).to_bytes(8, "big") + part)
+    return DIGEST_PREFIX + digest.hexdigest()
+
+
+def worker_clone(config: ScorerConfig, source: TreeSource) -> git.Repo:
+    """The worker's own bare clone for ``source``'s repository (created empty, filled from
+    bundles or the operator's fetch URL)."""
+    return empty_clone(state_dir(config) / "worker-clones" / source.repo_key)
+
+
+@contextlib.contextmanager
+def rebuilt_tree(clone: git.Repo, source: TreeSource, config: ScorerConfig) -> Iterator[Path]:
+    """``source``'s tree, rebuilt in the worker's state directory and removed on exit."""
+    with contextlib.ExitStack() as stack:
+        tree = stack.enter_context(clean_checkout(clone, source.sha, config))
+        if source.restore_from is not None:
+            parent = stack.enter_context(clean_checkout(clone, source.restore_from, config))
+            restore_from_parent(parent, tree, source.contract_paths, source.protected_paths)
+        remove_bytecode(tree)
+        yield tree
+
+
