@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._batch import BatchRequest, BatchResult, in_flight, read_requests, score_batch
 from ._checkout import read_contract_at, read_only_paths_at, working_tree
 from ._config import ScorerConfig
 from ._contract import (
@@ -26,6 +27,7 @@ from ._fixtures import (
 )
 from ._process import serve_scorer, verdict_summary
 from ._score import ScoreRequest, Verdict, restore_from_parent, score
+from .executors import Executor, ExecutorName, LocalExecutor, RunUnit, make_executor
 from ._verdicts import VerdictBundle, load_verdict, read_index
 from .checks import BoundaryChange, Check, Finding, boundary_changes, find_suspicious
 from .gate import (
@@ -82,12 +84,16 @@ __all__ = [
     "DEFAULT_RECORD",
     "DEFAULT_SWEEP_RUNS",
     "RELEASE_RUNS",
+    "BatchRequest",
+    "BatchResult",
     "BoundaryChange",
     "Check",
     "ConfigError",
     "Contract",
     "ContractError",
     "Decision",
+    "Executor",
+    "ExecutorName",
     "FieldReject",
     "Finding",
     "FixtureDrift",
@@ -97,6 +103,7 @@ __all__ = [
     "GateResult",
     "GitError",
     "InputError",
+    "LocalExecutor",
     "Manifest",
     "PatchwardenError",
     "Property",
@@ -104,6 +111,7 @@ __all__ = [
     "QuarantineList",
     "Reason",
     "RunRow",
+    "RunUnit",
     "ScoreRequest",
     "ScorerConfig",
     "SideCounts",
@@ -126,9 +134,11 @@ __all__ = [
     "find_suspicious",
     "freeze_check",
     "guard_fixtures",
+    "in_flight",
     "list_tickets",
     "load_contract",
     "load_verdict",
+    "make_executor",
     "make_witness",
     "normalise_witness",
     "parse_contract",
@@ -144,12 +154,14 @@ __all__ = [
     "read_only_paths_at",
     "read_quarantine_at",
     "read_quarantine_list",
+    "read_requests",
     "read_rows",
     "read_ticket",
     "release_check",
     "restore_from_parent",
     "review_note",
     "score",
+    "score_batch",
     "serve_scorer",
     "sweep",
     "ticket_valid_for",

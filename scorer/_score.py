@@ -112,6 +112,20 @@ class Verdict:
             out["request_id"] = self.request_id
         return out
 
+    def index_entry(self) -> dict[str, object]:
+        """Its line in ``verdicts.jsonl`` (what ``verdicts list`` and resume read)."""
+        entry: dict[str, object] = {"request_id": self.request_id} if self.request_id else {}
+        return {
+            **entry,
+            "verdict_id": self.verdict_id,
+            "decision": self.decision,
+            "gate_decision": self.gate.decision,
+            "parent_sha": self.parent_sha,
+            "patch_sha": self.patch_sha,
+            "contract_hash": self.gate.contract_hash,
+            "results": [r.model_dump() for r in self.gate.results],
+        }
+
 
 @dataclass(frozen=True)
 class ScoreRequest:
@@ -505,19 +519,7 @@ def finish_score(plan: ScorePlan, outcomes: Mapping[tuple[str, int], RunOutcome]
         bundle.write_text("patch.diff", clone.git.diff(parent_sha, patch_sha, "--binary") + "\n")
         bundle.write_json("restored.json", restored)
         _run_evidence(bundle, outcomes)
-        entry: dict[str, object] = {"request_id": request.request_id} if request.request_id else {}
-        bundle.publish(
-            {
-                **entry,
-                "verdict_id": verdict_id,
-                "decision": decision,
-                "gate_decision": gate.decision,
-                "parent_sha": parent_sha,
-                "patch_sha": patch_sha,
-                "contract_hash": contract_hash,
-                "results": [r.model_dump() for r in gate.results],
-            }
-        )
+        bundle.publish(verdict.index_entry())
     except BaseException:
         bundle.discard()
         if ticket is not None:

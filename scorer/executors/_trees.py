@@ -31,7 +31,8 @@ def tree_digest(tree: Path) -> str:
     """sha256 over every file and link of ``tree`` (``.git`` left out): path, kind, the
     executable bit, and the bytes or the link's target."""
     digest = hashlib.sha256()
-    for rel in sorted(tree_entries(tree)):
+    # A worktree's .git is a file naming its clone: never mounted, and different everywhere.
+    for rel in sorted(tree_entries(tree) - {".git"}):
         path = tree / rel
         mode = path.lstat().st_mode
         if stat.S_ISLNK(mode):

@@ -1,6 +1,7 @@
 """The ``patchwarden`` command line: one click group per job, one error handler.
 
     _gate       decide, score
+    _batch      score-batch (with _progress, the live line on stderr)
     _session    serve, demo
     _fixtures   fixtures pin|guard
     _sweep      sweep, quarantine release-check
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import click
 
-from . import _fixtures, _freeze, _gate, _session, _setup, _sweep, _verdicts, _view
+from . import _batch, _fixtures, _freeze, _gate, _session, _setup, _sweep, _verdicts, _view
 from ._base import DECISION_EXIT, EXIT_INTERNAL, EXIT_USAGE, OneLineGroup
 
 
@@ -30,6 +31,7 @@ def cli() -> None:
 for command in (
     _gate.decide_cmd,
     _gate.score_cmd,
+    _batch.score_batch_cmd,
     _session.serve_cmd,
     _session.demo_cmd,
     _fixtures.fixtures_group,

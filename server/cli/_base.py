@@ -63,13 +63,20 @@ def _crash_file() -> Path:
     return Path(os.devnull)
 
 
-def internal_error(exc: BaseException) -> NoReturn:
-    """A bug: the traceback to a file, one line naming it, exit 70."""
+def write_traceback(exc: BaseException) -> Path:
+    """The traceback of ``exc`` in a new crash file; its path (os.devnull if none could be
+    written)."""
     where = _crash_file()
     try:
         where.write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
     except OSError:
         where = Path(os.devnull)
+    return where
+
+
+def internal_error(exc: BaseException) -> NoReturn:
+    """A bug: the traceback to a file, one line naming it, exit 70."""
+    where = write_traceback(exc)
     click.echo(
         f"patchwarden: internal error ({type(exc).__name__}); traceback in {where}", err=True
     )

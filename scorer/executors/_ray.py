@@ -1,0 +1,274 @@
+"""The Ray executor: the same units as the local executor, as Ray tasks on a cluster.
+
+Ray does the scheduling (one CPU per unit), the placement and the retries of a unit whose
+worker or node died (``max_retries``); nothing here queues work of its own.
+
+- Start: with no address a local Ray is started for the command (``ray.init(num_cpus=...,
+  include_dashboard=False)``) and stopped by :meth:`RayExecutor.close`; with an address we
+  connect and only disconnect after. Then every alive node runs the sandbox check
+  (``require_sandbox``, the same as ``patchwarden doctor``) pinned to it, and reports its
+  patchwarden version; a node that fails, or runs another version, stops the command before
+  any work is sent. Each task checks again before it runs (once per worker process).
+- Trees: a unit carries commit ids and the restore to apply (``TreeSource``), never files.
+  The driver bundles the commits it needs from its scorer clone (``git bundle create``), puts
+  the bundle in Ray's object store once per request, and the worker fetches it into its own
+  clone, rebuilds the tree and checks its digest against the plan's before running.
+- Results: the worker returns the run and any change to its tree copy; it writes nothing to
+  the log directory (only the driver does). A failure on the worker comes back as a one-line
+  error, never as a traceback in a verdict.
+"""
+
+from __future__ import annotations
+
+import logging
+from importlib import metadata
+import os
+import socket
+import tempfile
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+from patchwarden.sandbox import (
+    GitError,
+    SandboxConfig,
+    SandboxError,
+    bundle_commits,
+    check_sandbox,
+    fetch_commits,
+    open_repo,
+    require_sandbox,
+    run_properties,
+)
+
+from .._config import ScorerConfig
+from .._errors import ConfigError, PatchwardenError
+from ._base import Executor, RunOutcome, RunUnit, TreeSource
+from ._trees import rebuilt_tree, tree_digest, worker_clone
+
+PATCHWARDEN_VERSION = metadata.version("patchwarden")
+RAY_MISSING = "the ray executor needs Ray: pip install 'patchwarden[ray]'"
+RUN_RETRIES = 3
+"""Times Ray runs a unit again when its worker process or node dies (not when it fails: a
+failed run is data, and an error on the worker is reported, not retried)."""
+LOCAL_OBJECT_STORE_BYTES = 256 * 1024 * 1024
+"""Object store of a local Ray: it holds one git bundle per request in flight."""
+NODE_CHECK_TIMEOUT_S = 300.0
+"""Time for every node to run the sandbox check (a cold node imports patchwarden first)."""
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError(RAY_MISSING, where="--executor ray") from None
+    return ray
+
+
+class RayExecutor(Executor):
+    name = "ray"
+    remote = True
+
+    def __init__(
+        self,
+        scorer_config: ScorerConfig,
+        sandbox_config: SandboxConfig,
+        *,
+        address: str | None = None,
+        jobs: int | None = None,
+    ) -> None:
+        ray = _import_ray()
+        self._ray = ray
+        # Ray would otherwise report usage over the network and print its start-up banner.
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        common: dict[str, Any] = {
+            "include_dashboard": False,
+            "logging_level": logging.ERROR,
+            "log_to_driver": False,
+            "ignore_reinit_error": False,
+        }
+        if address is None:
+            ray.init(
+                num_cpus=jobs or os.cpu_count() or 1,
+                object_store_memory=LOCAL_OBJECT_STORE_BYTES,
+                **common,
+            )
+        else:
+            ray.init(address=address, **common)
+        try:
+            self._jobs = jobs or max(1, int(ray.cluster_resources().get("CPU", 1)))
+            self._sandbox_json = sandbox_config.model_dump_json()
+            self._state_dir = scorer_config.state_dir
+            self._task = ray.remote(num_cpus=1, max_retries=RUN_RETRIES)(run_unit_on_worker)
+            self._bundles: dict[tuple[str, frozenset[str]], tuple[Any, int]] = {}
+            self._lock = threading.Lock()
+            self._scratch = Path(tempfile.mkdtemp(prefix="ray-bundles-", dir=self._state_dir))
+            check_nodes(ray, self._sandbox_json)
+        except BaseException:
+            ray.shutdown()
+            raise
+
+    @property
+    def jobs(self) -> int:
+        return self._jobs
+
+    def submit(self, unit: RunUnit) -> Future[RunOutcome]:
+        if unit.source is None:
+            raise ValueError("a unit for the ray executor needs its TreeSource")
+        key, bundle = self._bundle_for(unit.source)
+        ref = self._task.remote(unit, self._sandbox_json, self._state_dir, bundle)
+        outcome: Future[RunOutcome] = Future()
+        ref.future().add_done_callback(self._settle(outcome, key))
+        return outcome
+
+    def _settle(
+        self, outcome: Future[RunOutcome], key: tuple[str, frozenset[str]]
+    ) -> Callable[[Future[Any]], None]:
+        def done(answer: Future[Any]) -> None:
+            self._release(key)
+            error = answer.exception()
+            if error is not None:
+                # Ray's own failure (a node lost after the retries, a cancelled task).
+                first = str(error).strip().splitlines()
+                outcome.set_exception(
+                    SandboxError(f"ray task failed: {first[0] if first else type(error).__name__}")
+                )
+                return
+            result = answer.result()
+            if isinstance(result, RunOutcome):
+                outcome.set_result(result)
+            else:
+                kind, message = result
+                error_class = {"git": GitError, "sandbox": SandboxError}.get(kind, SandboxError)
+                outcome.set_exception(error_class(message))
+
+        return done
+
+    def _bundle_for(self, source: TreeSource) -> tuple[tuple[str, frozenset[str]], Any]:
+        """The object-store ref of a bundle of the commits ``source`` needs (made once per
+        request: its parent and patch units share it)."""
+        shas = [source.sha] + ([source.restore_from] if source.restore_from else [])
+        key = (str(source.clone), frozenset(shas))
+        with self._lock:
+            if key in self._bundles:
+                ref, users = self._bundles[key]
+                self._bundles[key] = (ref, users + 1)
+                return key, ref
+            path = self._scratch / f"{len(self._bundles)}-{os.getpid()}.bundle"
+            bundle_commits(open_repo(source.clone), sorted(set(shas)), path)
+            try:
+                ref = self._ray.put(path.read_bytes())
+            finally:
+                path.unlink(missing_ok=True)
+            self._bundles[key] = (ref, 1)
+            return key, ref
+
+    def _release(self, key: tuple[str, frozenset[str]]) -> None:
+        with self._lock:
+            ref, users = self._bundles[key]
+            if users <= 1:
+                del self._bundles[key]  # the object store frees it once no task holds it
+            else:
+                self._bundles[key] = (ref, users - 1)
+
+    def close(self) -> None:
+        try:
+            self._ray.shutdown()
+        finally:
+            with self._lock:
+                self._bundles.clear()
+            if self._scratch.exists():
+                for leftover in self._scratch.iterdir():
+                    leftover.unlink()
+                self._scratch.rmdir()
+
+
+# -- on the nodes ------------------------------------------------------------------------------
+
+
+def node_report(sandbox_json: str) -> tuple[str, str, str]:
+    """(node address, patchwarden version, "" or why the sandbox does not work there)."""
+    config = SandboxConfig.model_validate_json(sandbox_json)
+    failed = [c for c in check_sandbox(config) if not c.ok]
+    why = f"sandbox check '{failed[0].name}': {failed[0].detail}" if failed else ""
+    return _node_address(), PATCHWARDEN_VERSION, why
+
+
+def check_nodes(ray: Any, sandbox_json: str) -> None:
+    """Run the sandbox check on every alive node with CPUs; refuse to start otherwise."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    report = ray.remote(num_cpus=0)(node_report)
+    nodes = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU")]
+    if not nodes:
+        raise SandboxError("the Ray cluster has no alive node with CPUs", where="--executor ray")
+    refs = [
+        report.options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=n["NodeID"], soft=False)
+        ).remote(sandbox_json)
+        for n in nodes
+    ]
+    for address, version, why in ray.get(refs, timeout=NODE_CHECK_TIMEOUT_S):
+        if why:
+            raise SandboxError(f"node {address}: {why}", where="--executor ray")
+        if version != PATCHWARDEN_VERSION:
+            raise ConfigError(
+                f"node {address} runs patchwarden {version}, the driver {PATCHWARDEN_VERSION}",
+                where="--executor ray",
+            )
+
+
+def run_unit_on_worker(
+    unit: RunUnit, sandbox_json: str, state_dir: str, bundle: bytes
+) -> RunOutcome | tuple[str, str]:
+    """One unit on a Ray worker: rebuild its tree from the bundle, check the digest, run.
+
+    Returns the outcome, or (kind, one-line message) when the unit could not run.
+    """
+    node = _node_address()
+    try:
+        config = SandboxConfig.model_validate_json(sandbox_json)
+        require_sandbox(config)
+        source = unit.source
+        assert source is not None
+        scorer = ScorerConfig(state_dir=state_dir)
+        clone = worker_clone(scorer, source)
+        shas = [source.sha] + ([source.restore_from] if source.restore_from else [])
+        with tempfile.NamedTemporaryFile(suffix=".bundle", dir=clone.git_dir) as handle:
+            handle.write(bundle)
+            handle.flush()
+            fetch_commits(clone, Path(handle.name), shas)
+        with rebuilt_tree(clone, source, scorer) as tree:
+            before = tree_digest(tree)
+            if before != source.digest:
+                return (
+                    "sandbox",
+                    f"node {node}: the {unit.tree_name} tree rebuilt from "
+                    f"{source.sha[:12]} differs from the planned one; not run",
+                )
+            run = run_properties(
+                tree,
+                unit.targets,
+                unit.seed,
+                config,
+                contract_paths=unit.contract_paths,
+                limits=unit.limits,
+            )
+            drift: tuple[str, ...] = ()
+            if tree_digest(tree) != before:
+                drift = (f"{unit.tree_name}: the tree changed during the run (seed {unit.seed})",)
+        return RunOutcome(run=run, drift=drift, where=node)
+    except GitError as exc:
+        return ("git", f"node {node}: {exc}")
+    except PatchwardenError as exc:
+        return ("sandbox", f"node {node}: {exc}")
+
+
+def _node_address() -> str:
+    try:
+        from ray.util import get_node_ip_address
+    except ImportError:  # not on a Ray node
+        return socket.gethostname()
+    return str(get_node_ip_address())

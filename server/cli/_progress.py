@@ -1,0 +1,72 @@
+"""Progress on a terminal: one live line on stderr while a long command works.
+
+Shared by the commands that run many sandboxed processes (``score-batch``; ``score`` and the
+others can use the same helper). Nothing is drawn when stderr is not a terminal, so logs and
+pipes get only the command's own output.
+
+    with progress("scoring", total=24) as bar:
+        bar.advance(note="parent seed 11")
+"""
+
+from __future__ import annotations
+
+import sys
+from types import TracebackType
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+
+class Bar:
+    """A task on the live line (thread-safe: rich serialises updates); a no-op when off."""
+
+    def __init__(self, description: str, total: float | None, *, enabled: bool) -> None:
+        self._progress: Progress | None = None
+        self._task: TaskID | None = None
+        if enabled:
+            self._progress = Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("{task.fields[note]}"),
+                console=Console(file=sys.stderr),
+                transient=True,
+            )
+            self._task = self._progress.add_task(description, total=total, note="")
+
+    def advance(self, steps: float = 1, *, note: str | None = None) -> None:
+        if self._progress is not None and self._task is not None:
+            fields = {} if note is None else {"note": note}
+            self._progress.update(self._task, advance=steps, **fields)
+
+    def note(self, text: str) -> None:
+        if self._progress is not None and self._task is not None:
+            self._progress.update(self._task, note=text)
+
+    def __enter__(self) -> Bar:
+        if self._progress is not None:
+            self._progress.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+
+def progress(description: str, total: float | None, *, enabled: bool | None = None) -> Bar:
+    """A live progress line on stderr, drawn only when stderr is a terminal (or ``enabled``)."""
+    on = sys.stderr.isatty() if enabled is None else enabled
+    return Bar(description, total, enabled=on)
