@@ -95,8 +95,9 @@ class BatchResult:
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` line: ``{"id", "decision", "verdict_id", ...}`` or ``{"id", "error"}``."""
         if self.verdict is not None:
-            # Sorted as in the index, so a resumed line and a fresh one read the same.
-            entry = {k: v for k, v in sorted(self.verdict.items()) if k != "request_id"}
+            # Keys sorted as in the index, so a resumed line and a fresh one read the same.
+            entry = json.loads(json.dumps(self.verdict, sort_keys=True))
+            entry.pop("request_id", None)
             return {"id": self.id, **entry}
         out: dict[str, Any] = {"id": self.id, "error": self.error}
         if self.id is None:

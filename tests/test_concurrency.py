@@ -1,0 +1,97 @@
+"""Eight ``patchwarden score`` processes at once on one repository, one state directory and
+one log directory (SPEC section 14: any number may share them).
+
+They start together on a state directory without a clone, so they race to create it, to
+fetch into it and to add and remove worktrees, and they append to one index. Every process
+must give its verdict, every verdict must have one whole index line and one whole bundle,
+and nothing may be left behind in the clone or the state directory.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import git
+import pytest
+
+from tests.conftest import CONTRACT, EXAMPLE
+
+pytestmark = pytest.mark.bwrap
+
+PROCESSES = 8
+EXPECTED = {c["patch"]: c for c in json.loads((EXAMPLE / "expected.json").read_text())}
+EXIT = {"accept": 0, "reject": 1, "propose_freeze": 3}
+PATCHES = ["patch-fix", "patch-regression", "patch-refactor", "patch-fix-docs"] * 2
+BUNDLE_FILES = {
+    "contract.resolved.json",
+    "decision.json",
+    "scorecard.json",
+    "review-note.txt",
+    "parent.jsonl",
+    "patch.jsonl",
+    "patch.diff",
+    "restored.json",
+    "runs",
+}
+
+
+def test_eight_concurrent_scores_all_give_their_verdicts(
+    example_repo: Path, tmp_path: Path, scorer_env: dict[str, str]
+) -> None:
+    env = {**scorer_env, "XDG_STATE_HOME": str(tmp_path / "state")}  # no clone yet: they race
+    logs = tmp_path / "logs"
+    processes = [
+        subprocess.Popen(
+            [
+                "patchwarden",
+                "score",
+                "--repo",
+                str(example_repo),
+                "--contract",
+                CONTRACT,
+                "--parent",
+                EXPECTED[patch]["parent"],
+                "--patch",
+                patch,
+                "--log-dir",
+                str(logs),
+                "--json",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for patch in PATCHES
+    ]
+    outputs = [process.communicate(timeout=900) for process in processes]
+    verdicts = {}
+    for patch, process, (stdout, stderr) in zip(PATCHES, processes, outputs, strict=True):
+        expected = EXPECTED[patch]
+        assert (process.returncode, stderr) == (EXIT[expected["decision"]], ""), patch
+        decision = json.loads(stdout)
+        assert decision["decision"] == expected["decision"]
+        assert {r["prop"]: r["reason"] for r in decision["results"]} == expected["results"]
+        verdicts[decision["verdict_id"]] = decision
+
+    assert len(verdicts) == PROCESSES  # eight distinct verdict ids
+    lines = (logs / "verdicts.jsonl").read_text().splitlines()
+    index = [json.loads(line) for line in lines]
+    assert sorted(e["verdict_id"] for e in index) == sorted(verdicts)
+    for entry in index:
+        decision = verdicts[entry["verdict_id"]]
+        assert entry["decision"] == decision["decision"]
+        assert entry["patch_sha"] == decision["patch_sha"]
+        bundle = Path(entry["bundle"])
+        assert {p.name for p in bundle.iterdir()} == BUNDLE_FILES
+        assert json.loads((bundle / "decision.json").read_text()) == decision
+        assert len(list((bundle / "runs").iterdir())) == 2 * 3 * 3
+        assert len((bundle / "review-note.txt").read_text().splitlines()) == 4
+    assert [p.name for p in (logs / "verdicts").iterdir() if p.name.startswith(".")] == []
+
+    scorer_state = tmp_path / "state" / "patchwarden" / "scorer"
+    [clone] = [p for p in (scorer_state / "clones").iterdir() if p.is_dir()]
+    assert git.Repo(clone).git.worktree("list").count("\n") == 0  # the bare clone alone
+    assert [p.name for p in scorer_state.iterdir() if p.name.startswith("checkout-")] == []
