@@ -56,7 +56,75 @@ import _pytest.reports  # noqa: E402
 import _pytest.runner  # noqa: E402
 import pluggy  # noqa: E402
 import pytest  # noqa: E402
-from hypothesis import settings  # noqa: E402
+
+
+def _hypothesis_on_demand():
+    """Agent runs only: Hypothesis is imported when a test imports it, not before.
+
+    Importing it costs more than a small unit-test suite takes to run, and the agent's
+    loop runs such suites all the time. It still comes from the interpreter, never the
+    tree: its top-level modules are located now, before the tree is on sys.path, and a
+    finder first on sys.meta_path hands out those locations. The runner's profile is
+    loaded the moment it is imported. Returns a stand-in for ``hypothesis.settings``
+    that records the profile calls until then and forwards them after.
+    """
+    import importlib.abc
+    import importlib.util
+
+    class Deferred:
+        real = None
+        profile = None  # the register_profile arguments, once given
+        loaded = False
+        _profiles = {}
+
+        @classmethod
+        def register_profile(cls, *args, **kwargs):
+            cls.profile = (args, kwargs)
+            if cls.real is not None:
+                cls.real.register_profile(*args, **kwargs)
+
+        @classmethod
+        def load_profile(cls, name):
+            cls.loaded = True
+            if cls.real is not None:
+                cls.real.load_profile(name)
+
+        @classmethod
+        def attach(cls, real):
+            cls.real = real
+            cls._profiles = real._profiles
+            if cls.profile is not None:
+                real.register_profile(*cls.profile[0], **cls.profile[1])
+                if cls.loaded:
+                    real.load_profile(cls.profile[0][0])
+
+    pinned = {}
+    for name in ("hypothesis", "_hypothesis_pytestplugin", "_hypothesis_globals"):
+        spec = importlib.util.find_spec(name)
+        if spec is not None:
+            pinned[name] = spec
+    package = pinned.get("hypothesis")
+    if package is not None and package.loader is not None:
+        run_package = package.loader.exec_module
+
+        def exec_module(module):
+            run_package(module)
+            Deferred.attach(module.settings)
+
+        package.loader.exec_module = exec_module
+
+    class Pinned(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            return pinned.get(name)
+
+    sys.meta_path.insert(0, Pinned())
+    return Deferred
+
+
+if MODE == "scorer":
+    from hypothesis import settings  # noqa: E402
+else:
+    settings = _hypothesis_on_demand()
 
 STDLIB_PRELOAD = (
     "pdb", "cmd", "code", "codeop", "bdb", "readline", "rlcompleter", "xml.dom",
@@ -66,7 +134,7 @@ for _name in STDLIB_PRELOAD:
     with contextlib.suppress(ImportError):  # an interpreter built without it: nothing to shadow
         __import__(_name)
 
-MACHINERY_FILES = {name: sys.modules[name].__file__ for name in MACHINERY}
+MACHINERY_FILES = {name: sys.modules[name].__file__ for name in MACHINERY if name in sys.modules}
 
 settings.register_profile(
     "patchwarden", database=None, deadline=None, derandomize=False, print_blob=False
