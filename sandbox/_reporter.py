@@ -122,7 +122,7 @@ def _hypothesis_on_demand():
 
 
 if MODE == "scorer":
-    from hypothesis import settings  # noqa: E402
+    from hypothesis import settings
 else:
     settings = _hypothesis_on_demand()
 

@@ -27,9 +27,9 @@ from ._fixtures import (
 )
 from ._process import serve_scorer, verdict_summary
 from ._score import ScoreRequest, Verdict, restore_from_parent, score
-from .executors import Executor, ExecutorName, LocalExecutor, RunUnit, make_executor
 from ._verdicts import VerdictBundle, load_verdict, read_index
 from .checks import BoundaryChange, Check, Finding, boundary_changes, find_suspicious
+from .executors import Executor, ExecutorName, LocalExecutor, RunUnit, make_executor
 from .gate import (
     Decision,
     GateResult,

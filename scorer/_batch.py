@@ -6,6 +6,11 @@ bundle. Up to ``executor.jobs + 1`` requests are in flight, so while the last un
 request run, the next request's plan is ready and its units are queued: no slot waits while
 work is queued, and at most that many requests hold trees on disk.
 
+Units with the very same inputs (the same tree bytes, seed, properties, contract paths and
+limits: typically the parent's schedule, shared by every patch on one base commit) run
+once per batch and every request that needs them gets that run (:class:`SharedRuns`); the
+bundles name it by its run id.
+
 Every request ends in exactly one :class:`BatchResult`: a verdict (fresh, or the one the
 log directory already holds for its id: resume) or an error. A request id is claimed with
 a lock file in the log directory while it is looked up and scored, so two batches sharing
@@ -15,18 +20,20 @@ the log directory never both score it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import hashlib
 import json
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import CancelledError, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
 
 from patchwarden.sandbox import resolve_commit
 
@@ -35,9 +42,11 @@ from ._config import ScorerConfig
 from ._contract import DEFAULT_CONTRACT_PATH
 from ._errors import InputError, PatchwardenError
 from ._score import ScoreRequest, Verdict, finish_score, plan_score
-from .executors import Executor, RunOutcome, RunUnit, collect
+from .executors import Executor, RunOutcome, RunUnit, collect, tree_digest
 
 MAX_ID_CHARS = 200
+SHARED_RUNS = 64
+"""Finished runs kept for requests that need the same unit (each holds its captured output)."""
 CLAIMS_DIR = ".requests"
 """Lock files of request ids being scored, in the log directory (empty files)."""
 
@@ -118,7 +127,8 @@ def read_requests(path: Path) -> tuple[list[BatchRequest], list[BatchResult]]:
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise InputError(f"cannot read the requests: {exc.strerror or exc}", where=str(path))
+        message = f"cannot read the requests: {exc.strerror or exc}"
+        raise InputError(message, where=str(path)) from None
     base = path.resolve().parent
     requests: list[BatchRequest] = []
     errors: list[BatchResult] = []
@@ -256,6 +266,69 @@ def in_flight(executor: Executor) -> int:
     return max(2, executor.jobs + 1)
 
 
+class SharedRuns:
+    """The batch's view of the executor: a unit whose inputs match one already submitted gets
+    that unit's run instead of a new one.
+
+    The key is the unit with its tree replaced by the tree's digest (and the label and source,
+    which name no input, cleared), so a field added to RunUnit later is part of it. A shared
+    local run's tree is hashed again after the run, so a request that did not own the tree
+    still learns if it changed. Finished runs are kept for ``capacity`` more units; a failed
+    one is never handed out again.
+    """
+
+    def __init__(
+        self, executor: Executor, *, capacity: int = SHARED_RUNS, on_unit: UnitCallback | None
+    ) -> None:
+        self._executor = executor
+        self._capacity = capacity
+        self._on_unit = on_unit
+        self._runs: OrderedDict[RunUnit, Future[RunOutcome]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def submit(self, unit: RunUnit, digest: str) -> Future[RunOutcome]:
+        key = dataclasses.replace(unit, label="", tree=Path(digest), source=None)
+        with self._lock:
+            known = self._runs.get(key)
+            if known is not None and not (known.done() and known.exception() is not None):
+                self._runs.move_to_end(key)
+                return known
+            shared: Future[RunOutcome] = Future()
+            self._executor.submit(unit).add_done_callback(self._settle(unit, digest, shared))
+            self._runs[key] = shared
+            self._evict()
+            return shared
+
+    def _settle(
+        self, unit: RunUnit, digest: str, shared: Future[RunOutcome]
+    ) -> Callable[[Future[RunOutcome]], None]:
+        def done(ran: Future[RunOutcome]) -> None:
+            try:
+                error = ran.exception()
+                if error is not None:
+                    shared.set_exception(error)
+                    return
+                outcome = ran.result()
+                if not self._executor.remote and tree_digest(unit.tree) != digest:
+                    changed = (
+                        f"{unit.tree_name}: the tree changed during the run (seed {unit.seed})"
+                    )
+                    outcome = dataclasses.replace(outcome, drift=(*outcome.drift, changed))
+                shared.set_result(outcome)
+            except BaseException as exc:  # the tree vanished, say: the unit failed
+                shared.set_exception(exc)
+            finally:
+                if self._on_unit is not None:
+                    self._on_unit(unit)
+
+        return done
+
+    def _evict(self) -> None:
+        finished = [key for key, future in self._runs.items() if future.done()]
+        for key in finished[: max(0, len(self._runs) - self._capacity)]:
+            del self._runs[key]
+
+
 def score_batch(
     requests: Sequence[BatchRequest],
     config: ScorerConfig,
@@ -265,15 +338,16 @@ def score_batch(
     on_unit: UnitCallback | None = None,
 ) -> list[BatchResult]:
     """Score every request (or find its verdict); ``on_result`` gets each result as it
-    comes, ``on_unit`` each unit as it finishes. Never raises for one request's failure."""
+    comes, ``on_unit`` each run as it finishes. Never raises for one request's failure."""
     log_dir = Path(config.log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     index = VerdictIndex(log_dir)
+    runs = SharedRuns(executor, on_unit=on_unit)
     results: list[BatchResult] = []
     lock = threading.Lock()
 
     def one(request: BatchRequest) -> None:
-        result = _score_one(request, config, executor, index, on_unit)
+        result = _score_one(request, config, runs, executor.remote, index)
         with lock:
             results.append(result)
         on_result(result)
@@ -294,9 +368,9 @@ def score_batch(
 def _score_one(
     request: BatchRequest,
     config: ScorerConfig,
-    executor: Executor,
+    runs: SharedRuns,
+    remote: bool,
     index: VerdictIndex,
-    on_unit: UnitCallback | None,
 ) -> BatchResult:
     where = request.where
     try:
@@ -304,7 +378,7 @@ def _score_one(
             entry = index.verdict_of(request.id)
             if entry is not None:
                 return _resumed(request, entry)
-            verdict = _score_request(request, config, executor, on_unit)
+            verdict = _score_request(request, config, runs, remote)
             return BatchResult(request.line, request.id, verdict=_index_entry(verdict))
     except PatchwardenError as exc:
         return BatchResult(request.line, request.id, error=f"{where}: {exc}")
@@ -322,10 +396,7 @@ def _score_one(
 
 
 def _score_request(
-    request: BatchRequest,
-    config: ScorerConfig,
-    executor: Executor,
-    on_unit: UnitCallback | None,
+    request: BatchRequest, config: ScorerConfig, runs: SharedRuns, remote: bool
 ) -> Verdict:
     score_request = ScoreRequest(
         repo=request.repo,
@@ -335,21 +406,11 @@ def _score_request(
         request_id=request.id,
     )
     with contextlib.ExitStack() as stack:
-        plan = plan_score(score_request, config, stack, describe_trees=executor.remote)
-        futures = {}
-        for unit in plan.units:
-            future = executor.submit(unit)
-            if on_unit is not None:
-                future.add_done_callback(_notify(on_unit, unit))
-            futures[unit.key] = future
+        plan = plan_score(score_request, config, stack, describe_trees=remote)
+        digests = {u.tree_name: u.source.digest for u in plan.units if u.source is not None}
+        digests = digests or {name: tree_digest(tree) for name, tree in plan.trees.items()}
+        futures = {unit.key: runs.submit(unit, digests[unit.tree_name]) for unit in plan.units}
         return finish_score(plan, collect(futures))
-
-
-def _notify(on_unit: UnitCallback, unit: RunUnit) -> Callable[[Any], None]:
-    def done(_: Any) -> None:
-        on_unit(unit)
-
-    return done
 
 
 def _index_entry(verdict: Verdict) -> dict[str, Any]:
@@ -375,6 +436,7 @@ __all__ = [
     "BatchResult",
     "RequestLine",
     "RunOutcome",
+    "SharedRuns",
     "VerdictIndex",
     "in_flight",
     "read_requests",

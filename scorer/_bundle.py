@@ -13,6 +13,7 @@ import json
 import os
 import secrets
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -55,25 +56,62 @@ class BundleWriter:
                 continue
         raise FileExistsError(errno.EEXIST, "no free verdict id", str(log_dir / VERDICTS_DIR))
 
-    def write_text(self, name: str, text: str) -> Path:
+    def write_text(self, name: str, text: str, *, sync: bool = False) -> Path:
+        """Stage one file; ``sync``: on disk now (a failure is the caller's to judge), else
+        when the bundle is published."""
         path = self.staging / name
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
-            os.fsync(handle.fileno())
+            if sync:
+                os.fsync(handle.fileno())
         return path
 
     def write_json(self, name: str, value: Any) -> Path:
         return self.write_text(name, json.dumps(value, indent=2, sort_keys=False) + "\n")
 
     def publish(self, index_entry: dict[str, Any]) -> Path:
+        """Every staged file on disk, then the bundle in place in one rename, then its index
+        line: a reader sees all of it or none, also after a crash."""
+        _sync_tree(self.staging)
         os.rename(self.staging, self.final)
+        _sync_dir(self.final.parent)
         append_index(self.log_dir, {**index_entry, "bundle": str(self.final)})
         return self.final
 
     def discard(self) -> None:
         shutil.rmtree(self.staging, ignore_errors=True)
+
+
+SYNC_THREADS = 8
+"""fsyncs issued at once when a bundle is published: the file system commits them together,
+so two dozen files cost about one journal commit instead of two dozen in a row."""
+
+
+def _sync_tree(root: Path) -> None:
+    files = [Path(d) / name for d, _, names in os.walk(root) for name in names]
+    dirs = [Path(d) for d, _, _ in os.walk(root)]
+    with ThreadPoolExecutor(max_workers=SYNC_THREADS) as pool:
+        list(pool.map(_sync_file, files))
+    for directory in dirs:
+        _sync_dir(directory)
+
+
+def _sync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _sync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def append_index(log_dir: Path, entry: dict[str, Any]) -> None:

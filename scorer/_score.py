@@ -32,7 +32,6 @@ from patchwarden.sandbox import (
     file_at,
     require_sandbox,
     resolve_commit,
-    run_properties,
 )
 
 from ._bundle import BundleWriter
@@ -257,6 +256,7 @@ def _run_evidence(bundle: BundleWriter, outcomes: Mapping[tuple[str, int], RunOu
                 "duration_s": run.process.duration_s,
                 "backend": run.process.backend,
                 "where": outcome.where,
+                "run_id": outcome.run_id,
                 "drift": list(outcome.drift),
             },
         )
@@ -452,8 +452,8 @@ def finish_score(plan: ScorePlan, outcomes: Mapping[tuple[str, int], RunOutcome]
     try:
         skip: SkipReason | None = None
         try:
-            bundle.write_text("parent.jsonl", dump_rows(rows["parent"]))
-            bundle.write_text("patch.jsonl", dump_rows(rows["patch"]))
+            bundle.write_text("parent.jsonl", dump_rows(rows["parent"]), sync=True)
+            bundle.write_text("patch.jsonl", dump_rows(rows["patch"]), sync=True)
         except OSError:
             skip = SkipReason.ROWS_NOT_SAVED
         gate = decide(resolved, rows["parent"], rows["patch"], skip_reason=skip)

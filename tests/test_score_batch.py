@@ -129,7 +129,9 @@ def test_each_verdict_is_a_whole_bundle_with_one_index_line(batch: dict) -> None
 def test_a_second_run_resumes_without_scoring_again(batch: dict) -> None:
     second = batch["second"]
     assert second.returncode == 0, second.stderr
-    assert sorted(map(json.dumps, _lines(second))) == sorted(map(json.dumps, _lines(batch["first"])))
+    assert sorted(map(json.dumps, _lines(second))) == sorted(
+        map(json.dumps, _lines(batch["first"]))
+    )
     assert sorted((batch["logs"] / "verdicts").iterdir()) == batch["bundles_after_first"]
     assert (batch["logs"] / "verdicts.jsonl").read_text() == batch["index_after_first"]
     assert second.stderr.splitlines()[-1] == (

@@ -1,9 +1,9 @@
 """Executors: where the runs of a score go (docs/design/scoring.md, "Executors").
 
-    Executor        the interface: submit(RunUnit) -> Future[RunOutcome]
-    LocalExecutor   --jobs sandboxed processes on this machine (the default)
-    RayExecutor     Ray tasks on a cluster (``pip install 'patchwarden[ray]'``), imported
-                    only when asked for: ``make_executor("ray", ...)``
+Executor        the interface: submit(RunUnit) -> Future[RunOutcome]
+LocalExecutor   --jobs sandboxed processes on this machine (the default)
+RayExecutor     Ray tasks on a cluster (``pip install 'patchwarden[ray]'``), imported
+                only when asked for: ``make_executor("ray", ...)``
 """
 
 from __future__ import annotations

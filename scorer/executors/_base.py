@@ -14,9 +14,10 @@ sandboxed process on this machine) and ``ray`` (Ray tasks on a cluster).
 from __future__ import annotations
 
 import abc
+import secrets
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
@@ -78,6 +79,9 @@ class RunOutcome:
     plan's trees are checked once after every run, in the decision phase)."""
     where: str = "local"
     """The machine that ran it (a Ray node's address, or ``local``)."""
+    run_id: str = field(default_factory=lambda: secrets.token_hex(8))
+    """Names this run in the evidence: ``score-batch`` gives one run to every request
+    whose unit had the very same inputs, and their bundles show the same id."""
 
 
 class Executor(abc.ABC):
@@ -96,6 +100,7 @@ class Executor(abc.ABC):
     def submit(self, unit: RunUnit) -> Future[RunOutcome]:
         """Queue one unit; the future holds its outcome, or the error that stopped it."""
 
+    @abc.abstractmethod
     def close(self) -> None:
         """Stop taking work and release what the executor holds."""
 

@@ -20,14 +20,17 @@ worker or node died (``max_retries``); nothing here queues work of its own.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from importlib import metadata
 import os
+import shutil
 import socket
 import tempfile
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +84,7 @@ class RayExecutor(Executor):
     ) -> None:
         ray = _import_ray()
         self._ray = ray
+        self._local = address is None
         # Ray would otherwise report usage over the network and print its start-up banner.
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         common: dict[str, Any] = {
@@ -176,6 +180,8 @@ class RayExecutor(Executor):
     def close(self) -> None:
         try:
             self._ray.shutdown()
+            if self._local:  # our own Ray's workers are gone: so may their trees be
+                _remove_dead_workers_trees(Path(self._state_dir) / "ray-trees")
         finally:
             with self._lock:
                 self._bundles.clear()
@@ -223,7 +229,8 @@ def check_nodes(ray: Any, sandbox_json: str) -> None:
 def run_unit_on_worker(
     unit: RunUnit, sandbox_json: str, state_dir: str, bundle: bytes
 ) -> RunOutcome | tuple[str, str]:
-    """One unit on a Ray worker: rebuild its tree from the bundle, check the digest, run.
+    """One unit on a Ray worker: rebuild its tree from the bundle (or reuse this worker's
+    copy of it), check the digest, run.
 
     Returns the outcome, or (kind, one-line message) when the unit could not run.
     """
@@ -233,32 +240,25 @@ def run_unit_on_worker(
         require_sandbox(config)
         source = unit.source
         assert source is not None
-        scorer = ScorerConfig(state_dir=state_dir)
-        clone = worker_clone(scorer, source)
-        shas = [source.sha] + ([source.restore_from] if source.restore_from else [])
-        with tempfile.NamedTemporaryFile(suffix=".bundle", dir=clone.git_dir) as handle:
-            handle.write(bundle)
-            handle.flush()
-            fetch_commits(clone, Path(handle.name), shas)
-        with rebuilt_tree(clone, source, scorer) as tree:
-            before = tree_digest(tree)
-            if before != source.digest:
-                return (
-                    "sandbox",
-                    f"node {node}: the {unit.tree_name} tree rebuilt from "
-                    f"{source.sha[:12]} differs from the planned one; not run",
-                )
-            run = run_properties(
-                tree,
-                unit.targets,
-                unit.seed,
-                config,
-                contract_paths=unit.contract_paths,
-                limits=unit.limits,
+        tree = _worker_trees(state_dir).tree_for(source, bundle)
+        if tree is None:
+            return (
+                "sandbox",
+                f"node {node}: the {unit.tree_name} tree rebuilt from "
+                f"{source.sha[:12]} differs from the planned one; not run",
             )
-            drift: tuple[str, ...] = ()
-            if tree_digest(tree) != before:
-                drift = (f"{unit.tree_name}: the tree changed during the run (seed {unit.seed})",)
+        run = run_properties(
+            tree,
+            unit.targets,
+            unit.seed,
+            config,
+            contract_paths=unit.contract_paths,
+            limits=unit.limits,
+        )
+        drift: tuple[str, ...] = ()
+        if tree_digest(tree) != source.digest:
+            _worker_trees(state_dir).drop(source)
+            drift = (f"{unit.tree_name}: the tree changed during the run (seed {unit.seed})",)
         return RunOutcome(run=run, drift=drift, where=node)
     except GitError as exc:
         return ("git", f"node {node}: {exc}")
@@ -266,9 +266,75 @@ def run_unit_on_worker(
         return ("sandbox", f"node {node}: {exc}")
 
 
+WORKER_TREES = 4
+"""Rebuilt trees a worker process keeps: a request's parent serves three seeds and the
+patch's restore, so a few cover the requests in flight."""
+
+_trees_of_this_process: dict[str, WorkerTrees] = {}
+
+
+def _worker_trees(state_dir: str) -> WorkerTrees:
+    if state_dir not in _trees_of_this_process:
+        _trees_of_this_process[state_dir] = WorkerTrees(state_dir)
+    return _trees_of_this_process[state_dir]
+
+
+class WorkerTrees:
+    """The trees one worker process rebuilt, by digest, reused by later units (mounted
+    read-only, as the local executor shares a tree between seeds). They live under
+    ``<state>/ray-trees/<pid>``; a worker process that was killed leaves its directory
+    behind, and the next worker on the node removes it."""
+
+    def __init__(self, state_dir: str) -> None:
+        self._clones = ScorerConfig(state_dir=state_dir)
+        root = Path(state_dir) / "ray-trees"
+        _remove_dead_workers_trees(root)
+        self._own = ScorerConfig(state_dir=str(root / str(os.getpid())))
+        self._trees: OrderedDict[str, tuple[contextlib.ExitStack, Path]] = OrderedDict()
+
+    def tree_for(self, source: TreeSource, bundle: bytes) -> Path | None:
+        """The tree ``source`` describes, or None when the rebuilt one has another digest."""
+        if source.digest in self._trees:
+            self._trees.move_to_end(source.digest)
+            return self._trees[source.digest][1]
+        clone = worker_clone(self._clones, source)
+        shas = [source.sha] + ([source.restore_from] if source.restore_from else [])
+        with tempfile.NamedTemporaryFile(suffix=".bundle", dir=clone.git_dir) as handle:
+            handle.write(bundle)
+            handle.flush()
+            fetch_commits(clone, Path(handle.name), shas)
+        stack = contextlib.ExitStack()
+        try:
+            tree = stack.enter_context(rebuilt_tree(clone, source, self._own))
+            if tree_digest(tree) != source.digest:
+                stack.close()
+                return None
+        except BaseException:
+            stack.close()
+            raise
+        self._trees[source.digest] = (stack, tree)
+        while len(self._trees) > WORKER_TREES:
+            _, (oldest, _) = self._trees.popitem(last=False)
+            oldest.close()
+        return tree
+
+    def drop(self, source: TreeSource) -> None:
+        entry = self._trees.pop(source.digest, None)
+        if entry is not None:
+            entry[0].close()
+
+
+def _remove_dead_workers_trees(root: Path) -> None:
+    if not root.is_dir():
+        return
+    for entry in root.iterdir():
+        if entry.name.isdigit() and not Path(f"/proc/{entry.name}").exists():
+            shutil.rmtree(entry, ignore_errors=True)
+
+
 def _node_address() -> str:
     try:
         from ray.util import get_node_ip_address
     except ImportError:  # not on a Ray node
         return socket.gethostname()
-    return str(get_node_ip_address())
+    return str(get_node_ip_address())  # type: ignore[no-untyped-call]

@@ -55,12 +55,9 @@ def worker_clone(config: ScorerConfig, source: TreeSource) -> git.Repo:
 @contextlib.contextmanager
 def rebuilt_tree(clone: git.Repo, source: TreeSource, config: ScorerConfig) -> Iterator[Path]:
     """``source``'s tree, rebuilt in the worker's state directory and removed on exit."""
-    with contextlib.ExitStack() as stack:
-        tree = stack.enter_context(clean_checkout(clone, source.sha, config))
+    with clean_checkout(clone, source.sha, config) as tree:
         if source.restore_from is not None:
-            parent = stack.enter_context(clean_checkout(clone, source.restore_from, config))
-            restore_from_parent(parent, tree, source.contract_paths, source.protected_paths)
+            with clean_checkout(clone, source.restore_from, config) as parent:
+                restore_from_parent(parent, tree, source.contract_paths, source.protected_paths)
         remove_bytecode(tree)
         yield tree
-
-

@@ -103,9 +103,7 @@ def score_batch_cmd(
                 printer.emit(result)
                 bar.advance(note=runs.text())
 
-            score_batch(
-                requests, scorer_config, executor, on_result=on_result, on_unit=runs.done
-            )
+            score_batch(requests, scorer_config, executor, on_result=on_result, on_unit=runs.done)
     except KeyboardInterrupt:
         click.echo(
             f"patchwarden: interrupted; {printer.summary(total)}; run again to resume", err=True

@@ -44,8 +44,10 @@ class Bar:
 
     def advance(self, steps: float = 1, *, note: str | None = None) -> None:
         if self._progress is not None and self._task is not None:
-            fields = {} if note is None else {"note": note}
-            self._progress.update(self._task, advance=steps, **fields)
+            if note is None:
+                self._progress.update(self._task, advance=steps)
+            else:
+                self._progress.update(self._task, advance=steps, note=note)
 
     def note(self, text: str) -> None:
         if self._progress is not None and self._task is not None:
