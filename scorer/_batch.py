@@ -41,7 +41,14 @@ from ._bundle import INDEX
 from ._config import ScorerConfig
 from ._contract import DEFAULT_CONTRACT_PATH
 from ._errors import InputError, PatchwardenError
-from ._score import ScoreRequest, Verdict, finish_score, plan_score
+from ._score import (
+    ScoreRequest,
+    Verdict,
+    check_without_runs,
+    finish_score,
+    plan_score,
+    settle_on_error,
+)
 from .executors import Executor, RunOutcome, RunUnit, collect, tree_digest
 
 MAX_ID_CHARS = 200
@@ -410,7 +417,10 @@ def _score_request(
         digests = {u.tree_name: u.source.digest for u in plan.units if u.source is not None}
         digests = digests or {name: tree_digest(tree) for name, tree in plan.trees.items()}
         futures = {unit.key: runs.submit(unit, digests[unit.tree_name]) for unit in plan.units}
-        return finish_score(plan, collect(futures))
+        with settle_on_error(futures):
+            before = check_without_runs(plan)  # while the runs go
+            outcomes = collect(futures)
+        return finish_score(plan, outcomes, before)
 
 
 def _index_entry(verdict: Verdict) -> dict[str, Any]:

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,7 +69,16 @@ from .checks import (
     tree_entries,
     under,
 )
-from .executors import Executor, LocalExecutor, RunOutcome, RunUnit, TreeSource, tree_digest
+from .executors import (
+    Executor,
+    LocalExecutor,
+    RunOutcome,
+    RunUnit,
+    TreeSource,
+    UnitKey,
+    collect,
+    tree_digest,
+)
 from .gate import Decision, GateResult, Reason, RunRow, SkipReason, decide, dump_rows, review_note
 from .layers import QuarantineList, quarantine_list_path, read_quarantine_list, write_ticket
 from .layers import ticket_path as ticket_file
@@ -284,7 +294,24 @@ def score(
         plan = plan_score(
             request, config, stack, quarantined=quarantined, describe_trees=executor.remote
         )
-        return finish_score(plan, executor.run_all(plan.units))
+        futures = {unit.key: executor.submit(unit) for unit in plan.units}
+        with settle_on_error(futures):
+            before = check_without_runs(plan)  # while the runs go
+            outcomes = collect(futures)
+        return finish_score(plan, outcomes, before)
+
+
+@contextlib.contextmanager
+def settle_on_error(futures: Mapping[UnitKey, Future[RunOutcome]]) -> Iterator[None]:
+    """On an error, drop the queued units and wait for the running ones before it goes on:
+    the trees they run on are removed next."""
+    try:
+        yield
+    except BaseException:
+        for future in futures.values():
+            future.cancel()
+        wait(list(futures.values()))
+        raise
 
 
 @dataclass
@@ -415,17 +442,64 @@ def _units(plan: ScorePlan, describe_trees: bool) -> list[RunUnit]:
     ]
 
 
-def finish_score(plan: ScorePlan, outcomes: Mapping[tuple[str, int], RunOutcome]) -> Verdict:
-    """The decision phase: after-run guards, rows, gate, scorecard, ticket, bundle."""
-    request, config, clone = plan.request, plan.config, plan.clone
-    parent_sha, patch_sha, trees = plan.parent_sha, plan.patch_sha, plan.trees
-    contract, resolved, contract_paths = plan.contract, plan.resolved, plan.contract_paths
-    changes, restored, hashes, quarantined = (
-        plan.changes,
-        plan.restored,
-        plan.hashes,
-        plan.quarantined,
+@dataclass(frozen=True)
+class ChecksWithoutRuns:
+    """The scorecard checks and evidence that read only the commits and the planned trees:
+    worked out while the runs go."""
+
+    contract_tampered: Check
+    oracle_pin: Check
+    test_tampering: Check
+    quarantine: Check
+    suspicious: Check
+    sources: list[SourceChange]
+    fixture_changes: list[str]
+    diff: str
+
+
+def check_without_runs(plan: ScorePlan) -> ChecksWithoutRuns:
+    config, contract, changes = plan.config, plan.contract, plan.changes
+    trees = plan.trees
+    oracle_files = sorted({p.test.split("::", 1)[0] for p in contract.properties})
+    sources = _changed_sources(
+        plan.clone,
+        plan.parent_sha,
+        plan.patch_sha,
+        changes,
+        plan.contract_paths,
+        config.protected_paths,
     )
+    fixtures = _fixture_paths(trees["parent"], contract)
+    return ChecksWithoutRuns(
+        contract_tampered=check_contract_tampered(changes, plan.contract_paths),
+        oracle_pin=check_oracle_pin(changes, oracle_files),
+        test_tampering=check_test_tampering(
+            changes,
+            config.protected_paths,
+            config.test_tampering,
+            pyproject=(
+                _read_text(trees["parent"], PYPROJECT),
+                _read_text(trees["patch"], PYPROJECT),
+            ),
+        ),
+        quarantine=_quarantine_check(trees["parent"], contract, plan.quarantined),
+        suspicious=check_suspicious(sources, contract.seeds),
+        sources=sources,
+        fixture_changes=[c.path for c in changes if c.path in fixtures],
+        diff=plan.clone.git.diff(plan.parent_sha, plan.patch_sha, "--binary") + "\n",
+    )
+
+
+def finish_score(
+    plan: ScorePlan,
+    outcomes: Mapping[UnitKey, RunOutcome],
+    before: ChecksWithoutRuns | None = None,
+) -> Verdict:
+    """The decision phase: after-run guards, rows, gate, scorecard, ticket, bundle."""
+    if before is None:
+        before = check_without_runs(plan)
+    config, contract, resolved = plan.config, plan.contract, plan.resolved
+    parent_sha, patch_sha, trees = plan.parent_sha, plan.patch_sha, plan.trees
     contract_hash = resolved.contract_hash
     log_dir = Path(config.log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -443,7 +517,7 @@ def finish_score(plan: ScorePlan, outcomes: Mapping[tuple[str, int], RunOutcome]
     ]
     drifts += [line for outcome in outcomes.values() for line in outcome.drift]
     rows = {
-        name: _rows(name, sha, runs, resolved, contract_hash, *hashes[name])
+        name: _rows(name, sha, runs, resolved, contract_hash, *plan.hashes[name])
         for name, sha in (("parent", parent_sha), ("patch", patch_sha))
     }
     bundle = BundleWriter.create(log_dir, patch_sha)
@@ -457,31 +531,16 @@ def finish_score(plan: ScorePlan, outcomes: Mapping[tuple[str, int], RunOutcome]
         except OSError:
             skip = SkipReason.ROWS_NOT_SAVED
         gate = decide(resolved, rows["parent"], rows["patch"], skip_reason=skip)
-        oracle_files = sorted({p.test.split("::", 1)[0] for p in contract.properties})
-        shadowed = _runtime_tampering(runs)
-        sources = _changed_sources(
-            clone, parent_sha, patch_sha, changes, contract_paths, config.protected_paths
-        )
-        fixtures = _fixture_paths(trees["parent"], contract)
-        fixture_changes = [c.path for c in changes if c.path in fixtures]
         scorecard = [
-            check_contract_tampered(changes, contract_paths),
+            before.contract_tampered,
             check_fixture_drifted(drifts),
-            check_oracle_pin(changes, oracle_files),
-            check_test_tampering(
-                changes,
-                config.protected_paths,
-                config.test_tampering,
-                pyproject=(
-                    _read_text(trees["parent"], PYPROJECT),
-                    _read_text(trees["patch"], PYPROJECT),
-                ),
-            ),
-            check_shadowing(changes, shadowed),
+            before.oracle_pin,
+            before.test_tampering,
+            check_shadowing(plan.changes, _runtime_tampering(runs)),
             check_differential(gate),
-            check_spec_review(gate, sources, fixture_changes),
-            _quarantine_check(trees["parent"], contract, quarantined),
-            check_suspicious(sources, contract.seeds),
+            check_spec_review(gate, before.sources, before.fixture_changes),
+            before.quarantine,
+            before.suspicious,
         ]
         decision = final_decision(gate.decision, scorecard)
         findings = [
@@ -510,14 +569,14 @@ def finish_score(plan: ScorePlan, outcomes: Mapping[tuple[str, int], RunOutcome]
             bundle=bundle.final,
             review_note=note + check_lines(scorecard),
             ticket=ticket,
-            request_id=request.request_id,
+            request_id=plan.request.request_id,
         )
         bundle.write_json("contract.resolved.json", resolved.model_dump(mode="json"))
         bundle.write_json("decision.json", verdict.to_json())
         bundle.write_json("scorecard.json", [c.model_dump() for c in scorecard])
         bundle.write_text("review-note.txt", note)
-        bundle.write_text("patch.diff", clone.git.diff(parent_sha, patch_sha, "--binary") + "\n")
-        bundle.write_json("restored.json", restored)
+        bundle.write_text("patch.diff", before.diff)
+        bundle.write_json("restored.json", plan.restored)
         _run_evidence(bundle, outcomes)
         bundle.publish(verdict.index_entry())
     except BaseException:
@@ -592,12 +651,15 @@ def _quarantine_check(
 
 
 __all__ = [
+    "ChecksWithoutRuns",
     "InputError",
     "ScorePlan",
     "ScoreRequest",
     "Verdict",
+    "check_without_runs",
     "finish_score",
     "plan_score",
     "restore_from_parent",
     "score",
+    "settle_on_error",
 ]

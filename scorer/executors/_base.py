@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import abc
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,11 +103,6 @@ class Executor(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None:
         """Stop taking work and release what the executor holds."""
-
-    def run_all(self, units: Iterable[RunUnit]) -> dict[UnitKey, RunOutcome]:
-        """Every unit of one request, waited for; the first error is raised."""
-        futures = {unit.key: self.submit(unit) for unit in units}
-        return collect(futures)
 
     def __enter__(self) -> Executor:
         return self

@@ -1,0 +1,187 @@
+"""The parts of ``score-batch`` that need no sandbox: reading requests, shared runs, verdict
+ids that never clash, the index. Fast; the real batch is in tests/test_score_batch.py."""
+
+from __future__ import annotations
+
+import json
+import threading
+from concurrent.futures import Future
+from pathlib import Path
+
+import pytest
+
+from patchwarden.sandbox import Limits, ProcessResult, PropertyRun, PropertyTarget
+from patchwarden.scorer import _bundle
+from patchwarden.scorer._batch import HELD_OUT_UNSUPPORTED, SharedRuns, read_requests
+from patchwarden.scorer._bundle import BundleWriter, append_index
+from patchwarden.scorer._verdicts import read_index
+from patchwarden.scorer.executors import Executor, RunOutcome, RunUnit, tree_digest
+
+
+def _results(tmp_path: Path, text: str) -> tuple[list, list]:
+    path = tmp_path / "requests.jsonl"
+    path.write_text(text)
+    return read_requests(path)
+
+
+def test_each_bad_line_is_one_error_naming_file_and_line(tmp_path: Path) -> None:
+    good = {"id": "a", "repo": "r", "parent": "p", "patch": "q"}
+    lines = [
+        json.dumps(good),
+        "[1, 2]",
+        json.dumps({**good, "id": "b", "patch": ""}),
+        json.dumps({**good, "id": "c", "colour": "red"}),
+        json.dumps({**good, "id": "bad\nid"}),
+        json.dumps({"repo": "r", "parent": "p", "patch": "q"}),
+        json.dumps(good),
+        json.dumps({**good, "id": "h", "held_out": "/srv/held-out"}),
+        "",
+        json.dumps({**good, "id": "d", "contract": "c.yaml"}),
+    ]
+    requests, errors = _results(tmp_path, "\n".join(lines) + "\n")
+    where = tmp_path / "requests.jsonl"
+    assert [(r.id, r.line, r.repo, r.contract) for r in requests] == [
+        ("a", 1, tmp_path / "r", "contract/differential-contract.yaml"),
+        ("d", 10, tmp_path / "r", "c.yaml"),
+    ]
+    assert [(e.line, e.id, e.error) for e in errors] == [
+        (2, None, f"{where}:2: not a JSON object"),
+        (3, "b", f"{where}:3: patch: String should have at least 1 character"),
+        (4, "c", f"{where}:4: colour: unknown key"),
+        (5, "bad\nid", f"{where}:5: id: String should match pattern '^[^\\x00-\\x1f\\x7f]+$'"),
+        (6, None, f"{where}:6: id: missing"),
+        (7, "a", f"{where}:7: duplicate id 'a' (first on line 1)"),
+        (8, "h", f"{where}:8: {HELD_OUT_UNSUPPORTED}"),
+    ]
+    assert errors[0].to_json() == {"id": None, "error": f"{where}:2: not a JSON object", "line": 2}
+
+
+class _StubExecutor(Executor):
+    """Stands in for a real executor: the fault it causes (a tree that changes while its
+    run is read-only mounted) cannot be caused through the sandbox."""
+
+    name = "stub"
+
+    def __init__(self, change_tree: bool = False, fail: bool = False) -> None:
+        self.submitted: list[RunUnit] = []
+        self.change_tree = change_tree
+        self.fail = fail
+
+    @property
+    def jobs(self) -> int:
+        return 1
+
+    def submit(self, unit: RunUnit) -> Future[RunOutcome]:
+        self.submitted.append(unit)
+        future: Future[RunOutcome] = Future()
+        if self.fail:
+            future.set_exception(RuntimeError("the run could not start"))
+            return future
+        if self.change_tree:
+            (unit.tree / "module.py").write_text("changed = True\n")
+        process = ProcessResult((), 0, None, "", "", False, False, False, False, 0.1, "stub")
+        run = PropertyRun(unit.seed, [], [], True, [], [], process)
+        future.set_result(RunOutcome(run=run))
+        return future
+
+    def close(self) -> None:
+        pass
+
+
+def _unit(tree: Path, seed: int = 11, label: str = "r1") -> RunUnit:
+    return RunUnit(
+        label=label,
+        tree_name="parent",
+        seed=seed,
+        tree=tree,
+        targets=(PropertyTarget("prop.a", "tests/test_a.py::test_a"),),
+        contract_paths=("contract",),
+        limits=Limits(),
+    )
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "tree"
+    root.mkdir()
+    (root / "module.py").write_text("changed = False\n")
+    return root
+
+
+def test_units_with_the_same_inputs_run_once(tree: Path, tmp_path: Path) -> None:
+    executor = _StubExecutor()
+    ran: list[str] = []
+    shared = SharedRuns(executor, on_unit=lambda unit: ran.append(unit.label))
+    digest = tree_digest(tree)
+    copy = tmp_path / "copy"  # another request's tree with the same bytes
+    copy.mkdir()
+    (copy / "module.py").write_text("changed = False\n")
+    first = shared.submit(_unit(tree, label="r1"), digest)
+    second = shared.submit(_unit(copy, label="r2"), tree_digest(copy))
+    other_seed = shared.submit(_unit(tree, seed=29), digest)
+    assert second is first
+    assert other_seed is not first
+    assert len(executor.submitted) == 2
+    assert ran == ["r1", "r1"]
+    assert first.result().run_id == second.result().run_id
+    assert first.result().drift == ()
+
+
+def test_a_shared_tree_that_changed_during_its_run_is_reported(tree: Path) -> None:
+    shared = SharedRuns(_StubExecutor(change_tree=True), on_unit=None)
+    outcome = shared.submit(_unit(tree), tree_digest(tree)).result()
+    assert outcome.drift == ("parent: the tree changed during the run (seed 11)",)
+
+
+def test_a_failed_run_is_not_handed_out_again(tree: Path) -> None:
+    executor = _StubExecutor(fail=True)
+    shared = SharedRuns(executor, on_unit=None)
+    digest = tree_digest(tree)
+    first = shared.submit(_unit(tree), digest)
+    assert isinstance(first.exception(), RuntimeError)
+    executor.fail = False
+    again = shared.submit(_unit(tree), digest)
+    assert again is not first and again.result().drift == ()
+    assert len(executor.submitted) == 2
+
+
+def test_tree_digest_sees_bytes_modes_and_links_but_not_dot_git(tree: Path) -> None:
+    before = tree_digest(tree)
+    (tree / ".git").write_text("gitdir: /somewhere/else\n")
+    assert tree_digest(tree) == before
+    (tree / "module.py").chmod(0o755)
+    executable = tree_digest(tree)
+    assert executable != before
+    (tree / "link").symlink_to("module.py")
+    assert tree_digest(tree) != executable
+
+
+def test_a_verdict_id_in_use_is_drawn_again(tmp_path: Path, monkeypatch) -> None:
+    ids = iter(
+        ["20261201T000000Z-abc-0001", "20261201T000000Z-abc-0001", "20261201T000000Z-abc-0002"]
+    )
+    monkeypatch.setattr(_bundle, "new_verdict_id", lambda sha: next(ids))  # a clash, on demand
+    first = BundleWriter.create(tmp_path, "abc")
+    first.write_text("decision.json", "{}\n")
+    first.publish({"verdict_id": first.verdict_id})
+    second = BundleWriter.create(tmp_path, "abc")
+    assert second.verdict_id == "20261201T000000Z-abc-0002"
+    assert (first.final / "decision.json").read_text() == "{}\n"
+
+
+def test_index_lines_stay_whole_under_concurrent_appends(tmp_path: Path) -> None:
+    long_results = [{"prop": f"prop.{n}", "reason": "both_pass" * 20} for n in range(200)]
+
+    def append(n: int) -> None:
+        for k in range(10):
+            append_index(tmp_path, {"verdict_id": f"v{n}-{k}", "results": long_results})
+
+    threads = [threading.Thread(target=append, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    entries = read_index(tmp_path)
+    assert sorted(e["verdict_id"] for e in entries) == sorted(
+        f"v{n}-{k}" for n in range(8) for k in range(10)
+    )
