@@ -196,8 +196,10 @@ def _fetch_all(repo: git.Repo, source: Path | str) -> None:
         repo.git.fetch("--quiet", "--force", str(source), "+refs/*:refs/remotes/source/*")
 
 
-def scratch_clone(source: Path, dest: Path) -> git.Repo:
-    """A bare clone of ``source`` at ``dest``, created once and fetched after.
+def scratch_clone(source: Path, dest: Path, *, refresh: bool = True) -> git.Repo:
+    """A bare clone of ``source`` at ``dest``, created once and fetched after (``refresh``;
+    callers that name the commits they need fetch only when one is missing, with
+    :func:`fetch_commits`).
 
     Safe when several processes ask at once: under the clone's lock, a new clone is
     made in a temporary directory beside ``dest`` and renamed into place whole, so
@@ -211,7 +213,8 @@ def scratch_clone(source: Path, dest: Path) -> git.Repo:
             except git.InvalidGitRepositoryError:
                 shutil.rmtree(dest)
             else:
-                _fetch_all(repo, source)
+                if refresh:
+                    _fetch_all(repo, source)
                 return repo
         elif dest.exists():
             shutil.rmtree(dest)

@@ -59,7 +59,9 @@ def repo_key(repo: Path) -> str:
 def scorer_clone(repo: Path, shas: Sequence[str], config: ScorerConfig) -> git.Repo:
     """The scorer's bare clone of ``repo``, holding every commit in ``shas``."""
     source = repo.resolve()
-    clone = scratch_clone(source, state_dir(config) / "clones" / repo_key(source))
+    # Fetched only when a commit is missing: a fetch costs a tenth of a second or more, and
+    # scoring many patches of one repository would pay it every time.
+    clone = scratch_clone(source, state_dir(config) / "clones" / repo_key(source), refresh=False)
     fetch_commits(clone, source, list(shas))
     return clone
 

@@ -12,16 +12,10 @@ from __future__ import annotations
 
 import sys
 from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 
 class Bar:
@@ -29,8 +23,18 @@ class Bar:
 
     def __init__(self, description: str, total: float | None, *, enabled: bool) -> None:
         self._progress: Progress | None = None
-        self._task: TaskID | None = None
+        self._task: Any = None
         if enabled:
+            # Imported only to draw: commands whose stderr is not a terminal skip its cost.
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
             self._progress = Progress(
                 TextColumn("[bold]{task.description}"),
                 BarColumn(),
