@@ -100,6 +100,24 @@ def floor_ratio(repo: Path, logs: Path, env: dict[str, str]) -> tuple[float, flo
     return wall / (sum(runs) / jobs), wall, sum(runs)
 
 
+def floor_in_process(repo: Path, base: Path) -> tuple[float, float, float]:
+    """The same ratio for ``score()`` called in a process that has scored before: what the
+    scorer child of ``serve`` pays per submission (no interpreter start, no imports, the
+    sandbox check done)."""
+    from patchwarden.sandbox import SandboxConfig
+    from patchwarden.scorer import ScorerConfig, ScoreRequest, score
+
+    config = ScorerConfig(state_dir=str(base / "state-in-process"), log_dir=str(base / "inproc"))
+    request = ScoreRequest(repo=repo, contract=CONTRACT, parent="base", patch="patch-fix")
+    started = time.perf_counter()
+    verdict = score(request, config, SandboxConfig())
+    wall = time.perf_counter() - started
+    runs = [
+        json.loads(p.read_text())["duration_s"] for p in (verdict.bundle / "runs").glob("*.json")
+    ]
+    return wall / (sum(runs) / config.worker_count()), wall, sum(runs)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=24)
@@ -117,6 +135,8 @@ def main() -> None:
         floor_ratio(repo, base / "warm", env)  # the scratch clone and the sandbox check, once
 
         floors = [floor_ratio(repo, base / "floor", env) for _ in range(args.floor_rounds)]
+        floor_in_process(repo, base)  # warm: imports, the clone, the sandbox check
+        warm = [floor_in_process(repo, base) for _ in range(args.floor_rounds)]
         seq_s, seq = sequential(requests, base / "seq", env)
         local_s, local = batch(requests_file, base / "local", env)
         if local != seq:
@@ -139,6 +159,9 @@ def main() -> None:
     ratio = statistics.median(f[0] for f in floors)
     detail = ", ".join(f"{r:.2f} ({w:.1f} s / {s:.1f} s of runs)" for r, w, s in floors)
     print(f"floor ratio of one score (median):    {ratio:.2f}  (target <= 1.15): {detail}")
+    ratio = statistics.median(f[0] for f in warm)
+    detail = ", ".join(f"{r:.2f} ({w:.1f} s / {s:.1f} s of runs)" for r, w, s in warm)
+    print(f"  the same, score() in a warm process: {ratio:.2f}: {detail}")
 
 
 if __name__ == "__main__":

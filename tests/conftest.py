@@ -18,6 +18,18 @@ from tests._artefacts import ARTEFACT_LINES
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "orders"
 CONTRACT = "contract/differential-contract.yaml"
+BUNDLE_FILES = {
+    "contract.resolved.json",
+    "decision.json",
+    "scorecard.json",
+    "review-note.txt",
+    "parent.jsonl",
+    "patch.jsonl",
+    "patch.diff",
+    "restored.json",
+    "runs",
+}
+"""What every evidence bundle holds (SPEC section 11)."""
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import git
 import pytest
 
-from tests.conftest import CONTRACT, EXAMPLE
+from tests.conftest import BUNDLE_FILES, CONTRACT, EXAMPLE
 
 pytestmark = pytest.mark.bwrap
 
@@ -24,17 +24,6 @@ PROCESSES = 8
 EXPECTED = {c["patch"]: c for c in json.loads((EXAMPLE / "expected.json").read_text())}
 EXIT = {"accept": 0, "reject": 1, "propose_freeze": 3}
 PATCHES = ["patch-fix", "patch-regression", "patch-refactor", "patch-fix-docs"] * 2
-BUNDLE_FILES = {
-    "contract.resolved.json",
-    "decision.json",
-    "scorecard.json",
-    "review-note.txt",
-    "parent.jsonl",
-    "patch.jsonl",
-    "patch.diff",
-    "restored.json",
-    "runs",
-}
 
 
 def test_eight_concurrent_scores_all_give_their_verdicts(

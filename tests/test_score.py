@@ -12,23 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CONTRACT, EXAMPLE
+from tests.conftest import BUNDLE_FILES, CONTRACT, EXAMPLE
 
 pytestmark = pytest.mark.bwrap
 
 EXPECTED = json.loads((EXAMPLE / "expected.json").read_text())
 EXIT = {"accept": 0, "reject": 1, "propose_freeze": 3}
-BUNDLE_FILES = {
-    "contract.resolved.json",
-    "decision.json",
-    "scorecard.json",
-    "review-note.txt",
-    "parent.jsonl",
-    "patch.jsonl",
-    "patch.diff",
-    "restored.json",
-    "runs",
-}
 
 
 @pytest.fixture(scope="module")

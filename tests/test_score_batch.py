@@ -13,23 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLE
+from tests.conftest import BUNDLE_FILES, EXAMPLE
 
 pytestmark = pytest.mark.bwrap
 
 EXPECTED = {c["patch"]: c for c in json.loads((EXAMPLE / "expected.json").read_text())}
 SCORED = {"fix": "patch-fix", "regression": "patch-regression", "refactor": "patch-refactor"}
-BUNDLE_FILES = {
-    "contract.resolved.json",
-    "decision.json",
-    "scorecard.json",
-    "review-note.txt",
-    "parent.jsonl",
-    "patch.jsonl",
-    "patch.diff",
-    "restored.json",
-    "runs",
-}
 
 
 def _requests(repo: Path) -> str:
