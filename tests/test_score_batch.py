@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import select
 import subprocess
 from pathlib import Path
 
@@ -126,6 +128,37 @@ def test_a_second_run_resumes_without_scoring_again(batch: dict) -> None:
     assert second.stderr.splitlines()[-1] == (
         "patchwarden: score-batch: 7 of 7 requests: 0 scored, 3 resumed, 4 errors"
     )
+
+
+def test_progress_is_drawn_on_a_terminal_only(batch: dict, scorer_env: dict[str, str]) -> None:
+    primary, secondary = pty.openpty()
+    try:
+        proc = subprocess.run(
+            ["patchwarden", "score-batch", str(batch["requests"]), "--log-dir", str(batch["logs"])],
+            stdout=subprocess.PIPE,
+            stderr=secondary,
+            text=True,
+            env={**scorer_env, "COLUMNS": "120"},
+            timeout=300,
+            check=False,
+        )
+        os.close(secondary)
+        drawn = b""
+        while select.select([primary], [], [], 0.5)[0]:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:  # the terminal is gone once the child has closed it
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        os.close(primary)
+    assert proc.returncode == 0
+    text = drawn.decode("utf-8", "replace")
+    assert "scoring" in text and "7/7" in text, text
+    assert "resumed" in text  # the summary line
+    assert "scoring" not in batch["second"].stderr  # not a terminal: no progress line
 
 
 def test_an_id_reused_for_other_commits_is_an_error_not_the_old_verdict(

@@ -46,6 +46,7 @@ from patchwarden.sandbox import (
     run_properties,
 )
 
+from .._checkout import state_dir
 from .._config import ScorerConfig
 from .._errors import ConfigError, PatchwardenError
 from ._base import Executor, RunOutcome, RunUnit, TreeSource
@@ -108,7 +109,9 @@ class RayExecutor(Executor):
             self._task = ray.remote(num_cpus=1, max_retries=RUN_RETRIES)(run_unit_on_worker)
             self._bundles: dict[tuple[str, frozenset[str]], tuple[Any, int]] = {}
             self._lock = threading.Lock()
-            self._scratch = Path(tempfile.mkdtemp(prefix="ray-bundles-", dir=self._state_dir))
+            self._scratch = Path(
+                tempfile.mkdtemp(prefix="ray-bundles-", dir=state_dir(scorer_config))
+            )
             check_nodes(ray, self._sandbox_json)
         except BaseException:
             ray.shutdown()
