@@ -256,8 +256,12 @@ BUNDLE_REFS = "refs/patchwarden-bundle"
 """Where :func:`bundle_commits` names the commits for the moment it writes a bundle."""
 
 
-def bundle_commits(repo: git.Repo, shas: list[str], dest: Path) -> None:
-    """``git bundle create`` of ``shas`` and their history, into ``dest``.
+def bundle_commits(
+    repo: git.Repo, shas: list[str], dest: Path, *, exclude: list[str] | None = None
+) -> None:
+    """``git bundle create`` of ``shas`` and their history, into ``dest``; with ``exclude``,
+    only what those commits' history does not hold (the bundle then needs them to be there
+    already where it is fetched).
 
     A bundle records refs, not bare commits, so each sha gets a ref for the moment the
     bundle is written (under the clone's lock, so no other process sees or removes them).
@@ -268,7 +272,9 @@ def bundle_commits(repo: git.Repo, shas: list[str], dest: Path) -> None:
         try:
             for ref in refs:
                 repo.git.update_ref(ref, ref.rsplit("/", 1)[1])
-            repo.git.bundle("create", "--quiet", str(dest), *refs)
+            repo.git.bundle(
+                "create", "--quiet", str(dest), *refs, *[f"^{x}" for x in exclude or ()]
+            )
         finally:
             for ref in refs:
                 with contextlib.suppress(git.GitCommandError):

@@ -8,9 +8,19 @@ import threading
 from concurrent.futures import Future
 from pathlib import Path
 
+import git
 import pytest
 
-from patchwarden.sandbox import Limits, ProcessResult, PropertyRun, PropertyTarget
+from patchwarden.sandbox import (
+    GitError,
+    Limits,
+    ProcessResult,
+    PropertyRun,
+    PropertyTarget,
+    bundle_commits,
+    empty_clone,
+    fetch_commits,
+)
 from patchwarden.scorer import _bundle
 from patchwarden.scorer._batch import HELD_OUT_UNSUPPORTED, SharedRuns, read_requests
 from patchwarden.scorer._bundle import BundleWriter, append_index
@@ -185,3 +195,22 @@ def test_index_lines_stay_whole_under_concurrent_appends(tmp_path: Path) -> None
     assert sorted(e["verdict_id"] for e in entries) == sorted(
         f"v{n}-{k}" for n in range(8) for k in range(10)
     )
+
+
+def test_a_thin_bundle_on_top_of_its_base_rebuilds_the_patch(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    """The Ray executor's transport without Ray: a base bundle, then the patch's own commits
+    as a thin bundle, fetched into an empty clone in that order (scorer/executors/_ray.py)."""
+    repo = git.Repo(example_repo)
+    parent, patch = repo.commit("patch-fix").hexsha, repo.commit("patch-fix-docs").hexsha
+    base, thin = tmp_path / "base.bundle", tmp_path / "thin.bundle"
+    bundle_commits(repo, [parent], base)
+    bundle_commits(repo, [patch], thin, exclude=[parent])
+    assert thin.stat().st_size < base.stat().st_size
+    clone = empty_clone(tmp_path / "worker" / "clone")
+    with pytest.raises(GitError, match=r"prerequisite|lacks"):
+        fetch_commits(clone, thin, [patch])  # the thin bundle alone is not enough
+    fetch_commits(clone, base, [parent, patch])
+    fetch_commits(clone, thin, [parent, patch])
+    assert clone.commit(patch).tree.hexsha == repo.commit(patch).tree.hexsha

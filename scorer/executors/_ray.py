@@ -10,9 +10,10 @@ worker or node died (``max_retries``); nothing here queues work of its own.
   patchwarden version; a node that fails, or runs another version, stops the command before
   any work is sent. Each task checks again before it runs (once per worker process).
 - Trees: a unit carries commit ids and the restore to apply (``TreeSource``), never files.
-  The driver bundles the commits it needs from its scorer clone (``git bundle create``), puts
-  the bundle in Ray's object store once per request, and the worker fetches it into its own
-  clone, rebuilds the tree and checks its digest against the plan's before running.
+  The driver bundles the commits it needs from its scorer clone (``git bundle create``): a
+  base commit's history once for every request on that base, and each patch's own commits
+  as a thin bundle on top; they go to Ray's object store, and the worker fetches what its
+  clone lacks, rebuilds the tree and checks its digest against the plan's before running.
 - Results: the worker returns the run and any change to its tree copy; it writes nothing to
   the log directory (only the driver does). A failure on the worker comes back as a one-line
   error, never as a traceback in a verdict.
@@ -28,7 +29,7 @@ import socket
 import tempfile
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from importlib import metadata
 from pathlib import Path
@@ -41,6 +42,7 @@ from patchwarden.sandbox import (
     bundle_commits,
     check_sandbox,
     fetch_commits,
+    git_errors,
     open_repo,
     require_sandbox,
     run_properties,
@@ -58,7 +60,10 @@ RUN_RETRIES = 3
 """Times Ray runs a unit again when its worker process or node dies (not when it fails: a
 failed run is data, and an error on the worker is reported, not retried)."""
 LOCAL_OBJECT_STORE_BYTES = 256 * 1024 * 1024
-"""Object store of a local Ray: it holds one git bundle per request in flight."""
+"""Object store of a local Ray: it holds the git bundles of the requests in flight."""
+KEPT_BUNDLES = 32
+"""Bundles the driver keeps for later requests (a base commit's history is the big one, and
+requests on one base usually come together)."""
 NODE_CHECK_TIMEOUT_S = 300.0
 """Time for every node to run the sandbox check (a cold node imports patchwarden first)."""
 
@@ -107,7 +112,7 @@ class RayExecutor(Executor):
             self._sandbox_json = sandbox_config.model_dump_json()
             self._state_dir = scorer_config.state_dir
             self._task = ray.remote(num_cpus=1, max_retries=RUN_RETRIES)(run_unit_on_worker)
-            self._bundles: dict[tuple[str, frozenset[str]], tuple[Any, int]] = {}
+            self._bundles: OrderedDict[tuple[str, str, str | None], Any] = OrderedDict()
             self._lock = threading.Lock()
             self._scratch = Path(
                 tempfile.mkdtemp(prefix="ray-bundles-", dir=state_dir(scorer_config))
@@ -124,17 +129,14 @@ class RayExecutor(Executor):
     def submit(self, unit: RunUnit) -> Future[RunOutcome]:
         if unit.source is None:
             raise ValueError("a unit for the ray executor needs its TreeSource")
-        key, bundle = self._bundle_for(unit.source)
-        ref = self._task.remote(unit, self._sandbox_json, self._state_dir, bundle)
+        bundles = self._bundles_for(unit.source)
+        ref = self._task.remote(unit, self._sandbox_json, self._state_dir, *bundles)
         outcome: Future[RunOutcome] = Future()
-        ref.future().add_done_callback(self._settle(outcome, key))
+        ref.future().add_done_callback(self._settle(outcome))
         return outcome
 
-    def _settle(
-        self, outcome: Future[RunOutcome], key: tuple[str, frozenset[str]]
-    ) -> Callable[[Future[Any]], None]:
+    def _settle(self, outcome: Future[RunOutcome]) -> Callable[[Future[Any]], None]:
         def done(answer: Future[Any]) -> None:
-            self._release(key)
             error = answer.exception()
             if error is not None:
                 # Ray's own failure (a node lost after the retries, a cancelled task).
@@ -153,32 +155,40 @@ class RayExecutor(Executor):
 
         return done
 
-    def _bundle_for(self, source: TreeSource) -> tuple[tuple[str, frozenset[str]], Any]:
-        """The object-store ref of a bundle of the commits ``source`` needs (made once per
-        request: its parent and patch units share it)."""
-        shas = [source.sha] + ([source.restore_from] if source.restore_from else [])
-        key = (str(source.clone), frozenset(shas))
+    def _bundles_for(self, source: TreeSource) -> list[Any]:
+        """Object-store refs of the bundles a unit's worker fetches, in order: the base
+        commit (the parent) with its history, shared by every request on that base; for a
+        patch unit then the patch's own commits on top of it (a thin bundle). A worker
+        fetches only what its clone lacks, so a node gets a base's history once."""
+        base = source.restore_from or source.sha
+        refs = [self._bundle(source.clone, base, None)]
+        if source.restore_from is not None:
+            clone = open_repo(source.clone)
+            with git_errors(source.clone):
+                contained = clone.is_ancestor(clone.commit(source.sha), clone.commit(base))
+            if not contained:
+                refs.append(self._bundle(source.clone, source.sha, base))
+        return refs
+
+    def _bundle(self, clone: Path, sha: str, on_top_of: str | None) -> Any:
+        key = (str(clone), sha, on_top_of)
         with self._lock:
             if key in self._bundles:
-                ref, users = self._bundles[key]
-                self._bundles[key] = (ref, users + 1)
-                return key, ref
-            path = self._scratch / f"{len(self._bundles)}-{os.getpid()}.bundle"
-            bundle_commits(open_repo(source.clone), sorted(set(shas)), path)
+                self._bundles.move_to_end(key)
+                return self._bundles[key]
+            path = self._scratch / f"{sha}-{on_top_of}.bundle"
+            exclude = [on_top_of] if on_top_of else None
+            bundle_commits(open_repo(clone), [sha], path, exclude=exclude)
             try:
                 ref = self._ray.put(path.read_bytes())
             finally:
                 path.unlink(missing_ok=True)
-            self._bundles[key] = (ref, 1)
-            return key, ref
-
-    def _release(self, key: tuple[str, frozenset[str]]) -> None:
-        with self._lock:
-            ref, users = self._bundles[key]
-            if users <= 1:
-                del self._bundles[key]  # the object store frees it once no task holds it
-            else:
-                self._bundles[key] = (ref, users - 1)
+            # Forgetting a ref here frees nothing a queued task still needs: Ray keeps an
+            # object while a task that takes it is pending.
+            self._bundles[key] = ref
+            while len(self._bundles) > KEPT_BUNDLES:
+                self._bundles.popitem(last=False)
+            return ref
 
     def close(self) -> None:
         try:
@@ -230,7 +240,7 @@ def check_nodes(ray: Any, sandbox_json: str) -> None:
 
 
 def run_unit_on_worker(
-    unit: RunUnit, sandbox_json: str, state_dir: str, bundle: bytes
+    unit: RunUnit, sandbox_json: str, state_dir: str, *bundles: bytes
 ) -> RunOutcome | tuple[str, str]:
     """One unit on a Ray worker: rebuild its tree from the bundle (or reuse this worker's
     copy of it), check the digest, run.
@@ -243,7 +253,7 @@ def run_unit_on_worker(
         require_sandbox(config)
         source = unit.source
         assert source is not None
-        tree = _worker_trees(state_dir).tree_for(source, bundle)
+        tree = _worker_trees(state_dir).tree_for(source, bundles)
         if tree is None:
             return (
                 "sandbox",
@@ -295,17 +305,18 @@ class WorkerTrees:
         self._own = ScorerConfig(state_dir=str(root / str(os.getpid())))
         self._trees: OrderedDict[str, tuple[contextlib.ExitStack, Path]] = OrderedDict()
 
-    def tree_for(self, source: TreeSource, bundle: bytes) -> Path | None:
+    def tree_for(self, source: TreeSource, bundles: Sequence[bytes]) -> Path | None:
         """The tree ``source`` describes, or None when the rebuilt one has another digest."""
         if source.digest in self._trees:
             self._trees.move_to_end(source.digest)
             return self._trees[source.digest][1]
         clone = worker_clone(self._clones, source)
         shas = [source.sha] + ([source.restore_from] if source.restore_from else [])
-        with tempfile.NamedTemporaryFile(suffix=".bundle", dir=clone.git_dir) as handle:
-            handle.write(bundle)
-            handle.flush()
-            fetch_commits(clone, Path(handle.name), shas)
+        for bundle in bundles:  # the base first: a thin bundle needs its commits
+            with tempfile.NamedTemporaryFile(suffix=".bundle", dir=clone.git_dir) as handle:
+                handle.write(bundle)
+                handle.flush()
+                fetch_commits(clone, Path(handle.name), shas)
         stack = contextlib.ExitStack()
         try:
             tree = stack.enter_context(rebuilt_tree(clone, source, self._own))
