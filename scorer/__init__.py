@@ -14,7 +14,6 @@ from ._contract import (
     compute_spec_hash,
     load_contract,
     parse_contract,
-    validation_message,
 )
 from ._errors import ConfigError, ContractError, GitError, InputError, PatchwardenError
 from ._fixtures import (
@@ -165,7 +164,6 @@ __all__ = [
     "serve_scorer",
     "sweep",
     "ticket_valid_for",
-    "validation_message",
     "verdict_summary",
     "working_tree",
     "write_json_atomic",

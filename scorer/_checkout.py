@@ -35,8 +35,8 @@ from patchwarden.sandbox import (
 
 from ._config import ScorerConfig
 from ._contract import Contract, load_contract, parse_contract
-from ._errors import ContractError, InputError
-from ._fixtures import Manifest
+from ._errors import ContractError
+from ._fixtures import parse_manifest
 from ._hashing import hash_json
 
 AGENT_PYTEST_ARGS = ("-p", "no:cacheprovider", "-v")
@@ -149,9 +149,6 @@ def read_only_paths_at(
         data = file_at(repo, sha, contract.fixture_manifest)
         if data is not None:
             where = f"{sha[:12]}:{contract.fixture_manifest}"
-            try:
-                manifest = Manifest.model_validate_json(data)
-            except ValueError as exc:
-                raise InputError(f"fixture manifest is malformed: {exc}", where=where) from None
+            manifest = parse_manifest(data.decode("utf-8", "replace"), where)
             fixtures = [entry.fixture for entry in manifest.fixtures]
     return contract.contract_paths(contract_file, fixtures=fixtures)

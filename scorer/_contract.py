@@ -7,14 +7,12 @@ errors that name the file and, where the parser knows it, the line.
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from patchwarden._documents import parse_document, validate_document
 
 from patchwarden._treepaths import tree_path_problem
 
@@ -116,57 +114,13 @@ class Contract(BaseModel):
         return list(dict.fromkeys([*paths, *fixtures]))
 
 
-def _parse_text(text: str, where: str) -> Any:
-    if where.endswith(".json"):
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ContractError(
-                f"not valid JSON: {exc.msg}", where=f"{where}:{exc.lineno}"
-            ) from None
-        except (ValueError, RecursionError) as exc:
-            raise ContractError(f"not usable JSON: {exc}", where=where) from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ContractError(f"not valid YAML: {problem}", where=f"{where}{line}") from None
-    except (ValueError, RecursionError) as exc:
-        raise ContractError(f"not usable YAML: {exc}", where=where) from None
-
-
-def _key_line(text: str, key: str) -> int | None:
-    """Line of the first occurrence of ``key`` as a YAML or JSON key."""
-    pattern = re.compile(rf'(^|[\s{{,\-]){re.escape(key)}\s*:|"{re.escape(key)}"\s*:')
-    for number, line in enumerate(text.splitlines(), start=1):
-        if pattern.search(line):
-            return number
-    return None
-
-
-def validation_message(exc: ValidationError, text: str, where: str) -> tuple[str, str]:
-    """First pydantic error as (one-line message, file:line)."""
-    error = exc.errors()[0]
-    loc = ".".join(str(part) for part in error["loc"])
-    key = next((str(p) for p in reversed(error["loc"]) if isinstance(p, str)), "")
-    line = _key_line(text, key) if key else None
-    message = error["msg"]
-    if error["type"] == "extra_forbidden":
-        message = "unknown key"
-    return f"{loc}: {message}", f"{where}:{line}" if line else where
-
-
 def parse_contract(text: str, where: str) -> Contract:
-    data = _parse_text(text, where)
+    """The contract in ``text`` (YAML, or JSON when ``where`` ends .json); every error is one
+    line naming ``where:line`` (patchwarden._documents)."""
+    data = parse_document(text, where, error=ContractError)
     if not isinstance(data, dict):
         raise ContractError("the contract must be a mapping of keys to values", where=where)
-    try:
-        return Contract.model_validate(data)
-    except ValidationError as exc:
-        message, at = validation_message(exc, text, where)
-        raise ContractError(message, where=at) from None
+    return validate_document(Contract, data, text, where, error=ContractError)
 
 
 def load_contract(path: Path) -> Contract:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
+
+from patchwarden._documents import parse_document, validate_document
 
 from ._errors import InputError
 from ._hashing import sha256_file
@@ -42,19 +43,18 @@ class FixtureDrift(BaseModel):
 
 def read_manifest(path: Path) -> Manifest:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError("fixture manifest not found", where=str(path)) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg}", where=f"{path}:{exc.lineno}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read fixture manifest: {exc}", where=str(path)) from None
-    try:
-        return Manifest.model_validate(data)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        loc = ".".join(str(p) for p in error["loc"])
-        raise InputError(f"{loc}: {error['msg']}", where=str(path)) from None
+    return parse_manifest(text, str(path))
+
+
+def parse_manifest(text: str, where: str) -> Manifest:
+    """The manifest in ``text`` (JSON); errors name ``where:line``."""
+    data = parse_document(text, where, json_only=True)
+    return validate_document(Manifest, data, text, where, what="fixture manifest")
 
 
 def guard_fixtures(tree: Path, manifest: Manifest) -> list[FixtureDrift]:

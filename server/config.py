@@ -11,11 +11,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
+from patchwarden._documents import parse_document, validate_document
 from patchwarden.sandbox import ConfigError, SandboxConfig
-from patchwarden.scorer import ScorerConfig, validation_message
+from patchwarden.scorer import ScorerConfig
 
 
 class AgentConfig(BaseModel):
@@ -57,23 +57,12 @@ class OperatorConfig(BaseModel):
 
 
 def parse_config(text: str, where: str) -> OperatorConfig:
-    try:
-        data: Any = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise ConfigError(
-            f"not valid YAML: {getattr(exc, 'problem', exc)}", where=f"{where}{line}"
-        ) from None
+    data: Any = parse_document(text, where, error=ConfigError)
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError("the configuration must be a mapping", where=where)
-    try:
-        return OperatorConfig.model_validate(data)
-    except ValidationError as exc:
-        message, at = validation_message(exc, text, where)
-        raise ConfigError(message, where=at) from None
+    return validate_document(OperatorConfig, data, text, where, error=ConfigError)
 
 
 def load_config(path: Path | None) -> OperatorConfig:

@@ -92,7 +92,7 @@ def test_seeds_only_json_contract() -> None:
         ("seeds: [11]\nsedes: [1]\n", "c.yaml:2", "sedes: unknown key"),
         ('seeds: "11"\n', "c.yaml:1", "seeds: "),
         ("contract_version: 1\nseeds: [11, 29, 11]\n", "c.yaml:2", "seeds: "),
-        ("contract_version: 1\n", "c.yaml", "seeds: "),
+        ("contract_version: 1\n", "c.yaml:1", "seeds: required key missing"),
         ("seeds: []\n", "c.yaml:1", "seeds: "),
         ("seeds: [11, 29\nspec_paths: []\n", "c.yaml:2", "not valid YAML"),
         ("seeds: [1]\nspec_paths: [/etc]\n", "c.yaml:2", "spec_paths"),

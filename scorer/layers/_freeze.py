@@ -10,7 +10,6 @@ commit, a shallow clone) the oracle fields fail closed.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from patchwarden._treepaths import tree_path_problem
+from patchwarden._documents import parse_document
 from patchwarden.sandbox import (
     SandboxConfig,
     blob_id_at,
@@ -94,10 +94,7 @@ def load_record(path: Path) -> dict[str, Any]:
         raise InputError("freeze record not found", where=str(path)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read the freeze record: {exc}", where=str(path)) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg}", where=f"{path}:{exc.lineno}") from None
+    data = parse_document(text, str(path), json_only=True)
     if not isinstance(data, dict):
         raise InputError("a freeze record must be a JSON object", where=str(path))
     return data

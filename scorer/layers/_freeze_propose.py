@@ -56,7 +56,7 @@ from .._checkout import (
 from .._config import ScorerConfig
 from .._contract import DEFAULT_CONTRACT_PATH, FREEZE_DIR, Contract
 from .._errors import ContractError, InputError, PatchwardenError
-from .._fixtures import Manifest
+from .._fixtures import Manifest, parse_manifest
 from .._hashing import sha256_bytes, sha256_file
 from ..checks import restore_from_parent
 from ._freeze import (
@@ -421,12 +421,8 @@ def _manifest_at(repo: Path, sha: str, contract: Contract) -> Manifest | None:
     data = file_at(repo, sha, contract.fixture_manifest)
     if data is None:
         return None
-    try:
-        return Manifest.model_validate_json(data)
-    except ValueError:
-        raise InputError(
-            "fixture manifest is malformed", where=f"{sha[:12]}:{contract.fixture_manifest}"
-        ) from None
+    where = f"{sha[:12]}:{contract.fixture_manifest}"
+    return parse_manifest(data.decode("utf-8", "replace"), where)
 
 
 def derive_fixture_and_oracle(

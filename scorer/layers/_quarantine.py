@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
+from patchwarden._documents import parse_document, validate_document
 from patchwarden.sandbox import AgentRun, SandboxConfig, file_at, resolve_commit
 
 from .._checkout import contract_at, run_pytest_once, scorer_clone, working_tree
@@ -144,17 +145,8 @@ def read_quarantine_list(path: Path) -> QuarantineList | None:
 
 
 def parse_quarantine_list(text: str, where: str) -> QuarantineList:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg}", where=f"{where}:{exc.lineno}") from None
-    try:
-        return QuarantineList.model_validate(data)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        loc = ".".join(str(p) for p in error["loc"]) or "(top level)"
-        message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
-        raise InputError(f"quarantine list: {loc}: {message}", where=where) from None
+    data = parse_document(text, where, json_only=True)
+    return validate_document(QuarantineList, data, text, where, what="quarantine list")
 
 
 def write_json_atomic(path: Path, value: object) -> None:

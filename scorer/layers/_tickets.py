@@ -11,7 +11,6 @@ any other patch it is invalid (:func:`ticket_valid_for`).
 from __future__ import annotations
 
 import getpass
-import json
 import os
 import re
 from collections.abc import Sequence
@@ -19,7 +18,9 @@ from datetime import UTC, date, datetime, time
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
+
+from patchwarden._documents import parse_document, validate_document
 
 from .._errors import InputError
 from ._quarantine import utc_stamp, write_json_atomic
@@ -111,14 +112,8 @@ def _load(path: Path) -> Ticket:
         raise InputError("no such ticket", where=str(path)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read the ticket: {exc}", where=str(path)) from None
-    try:
-        return Ticket.model_validate(json.loads(text))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg}", where=f"{path}:{exc.lineno}") from None
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        loc = ".".join(str(p) for p in error["loc"])
-        raise InputError(f"ticket: {loc}: {error['msg']}", where=str(path)) from None
+    data = parse_document(text, str(path), json_only=True)
+    return validate_document(Ticket, data, text, str(path), what="ticket")
 
 
 def list_tickets(log_dir: Path) -> list[Ticket]:
