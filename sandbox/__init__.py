@@ -32,12 +32,14 @@ from ._git import (
     scratch_clone,
 )
 from ._launch import launch, mounted_host_paths, prepare_writable_tree, tree_path_inside
+from ._layout import ImportLayout, detect_layout
 from ._pytest_runner import (
     AgentRun,
     PropertyRecord,
     PropertyRun,
     PropertyTarget,
     TestOutcome,
+    layout_for,
     run_agent_tests,
     run_properties,
 )
@@ -53,6 +55,7 @@ __all__ = [
     "DiffEntry",
     "DoctorCheck",
     "GitError",
+    "ImportLayout",
     "InputError",
     "LaunchSpec",
     "Limits",
@@ -71,6 +74,7 @@ __all__ = [
     "changed_paths",
     "check_sandbox",
     "describe_validation_error",
+    "detect_layout",
     "diff_changes",
     "empty_clone",
     "fetch_commits",
@@ -79,6 +83,7 @@ __all__ = [
     "git_errors",
     "git_message",
     "launch",
+    "layout_for",
     "mounted_host_paths",
     "open_repo",
     "open_worktree",

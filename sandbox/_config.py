@@ -99,6 +99,21 @@ class SandboxConfig(BaseModel):
     limits: Limits = Limits()
     """Resource limits; each run may lower or raise them."""
 
+    import_roots: tuple[str, ...] | None = None
+    """Directories of the project's tree (relative to its root) that hold its importable code,
+    in sys.path order; the tree itself always follows, and all of them come before the
+    interpreter's own paths. None: read from the project (its pytest `pythonpath`, the
+    packaging metadata in pyproject.toml or setup.cfg, or the src/<package> convention)."""
+
+    @field_validator("import_roots")
+    @classmethod
+    def _tree_relative_paths(cls, roots: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        for root in roots or ():
+            pure = posixpath.normpath(root) if root else ""
+            if not root or posixpath.isabs(root) or pure == ".." or pure.startswith("../"):
+                raise ValueError(f"{root!r} must be a directory relative to the tree, inside it")
+        return roots
+
     @field_validator("pythonpath", "writable_paths", "readonly_paths", "hidden_paths")
     @classmethod
     def _absolute_normal_paths(cls, paths: tuple[str, ...]) -> tuple[str, ...]:

@@ -20,6 +20,7 @@ from typing import Any
 from ._argv import LaunchSpec
 from ._config import Limits, SandboxConfig
 from ._launch import launch
+from ._layout import ImportLayout, detect_layout
 from ._runtime import python_runtime
 from ._supervise import ProcessResult
 
@@ -96,6 +97,11 @@ def _base_env(seed: int) -> dict[str, str]:
     }
 
 
+def layout_for(tree: Path, config: SandboxConfig, *, start: str = ".") -> ImportLayout:
+    """The tree's import layout, or the operator's roots (``sandbox.import_roots``)."""
+    return detect_layout(tree, override=config.import_roots, start=start)
+
+
 def _run_reporter(
     tree: Path,
     args: Sequence[str],
@@ -105,6 +111,7 @@ def _run_reporter(
     contract_paths: Sequence[str],
     tree_writable: bool,
     limits: Limits | None,
+    layout: ImportLayout,
     cancel: threading.Event | None = None,
     on_output: Callable[[bytes], None] | None = None,
 ) -> tuple[list[dict[str, Any]], list[str], ProcessResult]:
@@ -140,6 +147,8 @@ def _run_reporter(
             str(write_end),
             "--seed",
             str(seed),
+            "--layout",
+            json.dumps(layout.to_json()),
             *args,
         ]
         spec = LaunchSpec(
@@ -198,8 +207,12 @@ def run_properties(
     *,
     contract_paths: Sequence[str] = (),
     limits: Limits | None = None,
+    layout: ImportLayout | None = None,
 ) -> PropertyRun:
-    """Run every target for one seed in one sandboxed pytest process (read-only tree)."""
+    """Run every target for one seed in one sandboxed pytest process (read-only tree).
+
+    ``layout``: where the project's code is imported from; the scorer passes the parent's
+    to both trees (None: read from ``tree``)."""
     targets_json = json.dumps([[t.prop, t.node_id] for t in targets])
     objects, problems, process = _run_reporter(
         tree,
@@ -209,6 +222,7 @@ def run_properties(
         contract_paths=contract_paths,
         tree_writable=False,
         limits=limits,
+        layout=layout if layout is not None else layout_for(tree, config),
     )
     sentinels = [o for o in objects if o.get(SENTINEL) is True]
     complete = len(sentinels) == 1 and objects[-1] is sentinels[0]
@@ -268,8 +282,10 @@ def run_agent_tests(
     limits: Limits | None = None,
     cancel: threading.Event | None = None,
     on_output: Callable[[bytes], None] | None = None,
+    layout: ImportLayout | None = None,
 ) -> AgentRun:
-    """The agent's own test run: the project's configuration, a writable tree."""
+    """The agent's own test run: the project's configuration, a writable tree, the project's
+    import layout read from the tree itself (None) or given."""
     objects, problems, process = _run_reporter(
         tree,
         ["--mode", "agent", "--targets", "[]", "--", *pytest_args],
@@ -278,6 +294,7 @@ def run_agent_tests(
         contract_paths=contract_paths,
         tree_writable=True,
         limits=limits,
+        layout=layout if layout is not None else layout_for(tree, config),
         cancel=cancel,
         on_output=on_output,
     )

@@ -8,8 +8,10 @@ Hypothesis profile, seeds every source of randomness, and writes one JSON
 record per scheduled property to an inherited file descriptor, then a
 sentinel. stdout/stderr and the exit code never decide a status.
 
-Arguments: ``--report-fd N --seed S --mode scorer|agent --targets JSON -- [pytest args]``
-where JSON is ``[[prop_id, node_id], ...]`` (agent mode: ``[]``).
+Arguments: ``--report-fd N --seed S --mode scorer|agent --targets JSON [--layout LAYOUT]
+-- [pytest args]`` where JSON is ``[[prop_id, node_id], ...]`` (agent mode: ``[]``) and
+LAYOUT is ``{"roots": [...], "packages": [...]}``: the tree's import roots, in sys.path
+order, and the project's own import names (sandbox/_layout.py).
 """
 
 import contextlib
@@ -42,6 +44,7 @@ SEED = int(OPTS["seed"])
 MODE = OPTS.get("mode", "scorer")
 TARGETS = json.loads(OPTS.get("targets", "[]"))
 TREE = os.getcwd()
+LAYOUT = json.loads(OPTS.get("layout", '{"roots": ["."], "packages": []}'))
 
 # The channel: move it to a fresh descriptor so the number in argv is stale.
 _report = os.fdopen(os.dup(int(OPTS["report-fd"])), "w", buffering=1)
@@ -144,7 +147,22 @@ random.seed(SEED)
 STDLIB_BEFORE = {
     name: getattr(module, "__file__", None) for name, module in list(sys.modules.items())
 }
-sys.path.insert(0, TREE)
+
+
+def _tree_paths():
+    """The tree's import roots, then the tree itself: only directories inside the tree."""
+    tree = os.path.realpath(TREE)
+    paths = []
+    for root in [*LAYOUT["roots"], "."]:
+        path = os.path.normpath(os.path.join(TREE, root))
+        real = os.path.realpath(path)
+        if (real == tree or real.startswith(tree + os.sep)) and path not in paths:
+            paths.append(path)
+    return paths
+
+
+# The project's code comes from the tree, ahead of anything the interpreter has installed.
+sys.path[0:0] = _tree_paths()
 
 
 def _watched():
@@ -208,6 +226,49 @@ def _tampered(before):
         ):
             changed.append(f"module {name} loaded from the tree")
     return changed
+
+
+def _foreign_project_modules():
+    """Provenance: modules of the project's own packages that were NOT loaded from the tree,
+    as (module, where it was loaded from, where the tree has it). One per package."""
+    tree = os.path.realpath(TREE)
+    found = {}
+    for name, module in sorted(sys.modules.items()):
+        owner = next((p for p in LAYOUT["packages"] if name == p or name.startswith(p + ".")), None)
+        if owner is None or owner in found or module is None:
+            continue
+        location = getattr(module, "__file__", None)
+        paths = [location] if location else list(getattr(module, "__path__", None) or [])
+        outside = [p for p in paths if not os.path.realpath(p).startswith(tree + os.sep)]
+        if outside:
+            expected = next(
+                (
+                    os.path.join(TREE, root, *owner.split("."))
+                    for root in LAYOUT["roots"]
+                    if os.path.exists(os.path.join(TREE, root, *owner.split(".")))
+                    or os.path.exists(os.path.join(TREE, root, *owner.split(".")) + ".py")
+                ),
+                f"{TREE} (not found in the tree)",
+            )
+            found[owner] = (name, outside[0], expected)
+    return list(found.values())
+
+
+def _refuse_foreign_code(reporter, session):
+    """A property that ran against a copy of the project from outside the tree measured the
+    wrong code: no test runs, every property fails (scorer) or the run reports an error
+    (agent), naming both paths. Never a pass."""
+    foreign = _foreign_project_modules()
+    if not foreign:
+        return
+    why = "; ".join(f"{name} from {path}, not {tree}" for name, path, tree in foreign)
+    sys.stderr.write(f"patchwarden: provenance: {why}\n")
+    if MODE == "scorer":
+        for prop, _node in TARGETS:
+            reporter.outcomes[prop] = ("fail", f"{prop}|ForeignModule|{why}", 0.0)
+    else:
+        _emit({"test": "<provenance>", "outcome": "error", "text": why, "duration_s": 0.0})
+    session.items[:] = []  # nothing runs against the wrong code
 
 
 def _emit(obj):
@@ -274,6 +335,7 @@ class Reporter:
     def pytest_collection_finish(self, session):
         # Product code has been imported by now (test modules import it).
         self.tampered += [f"{n} (after collection)" for n in _tampered(self.watched)]
+        _refuse_foreign_code(self, session)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_call(self, item):

@@ -288,6 +288,7 @@ class SharedRuns:
         self, executor: Executor, *, capacity: int = SHARED_RUNS, on_unit: UnitCallback | None
     ) -> None:
         self._executor = executor
+        self.import_roots = executor.import_roots
         self._capacity = capacity
         self._on_unit = on_unit
         self._runs: OrderedDict[RunUnit, Future[RunOutcome]] = OrderedDict()
@@ -413,7 +414,9 @@ def _score_request(
         request_id=request.id,
     )
     with contextlib.ExitStack() as stack:
-        plan = plan_score(score_request, config, stack, describe_trees=remote)
+        plan = plan_score(
+            score_request, config, stack, describe_trees=remote, import_roots=runs.import_roots
+        )
         digests = {u.tree_name: u.source.digest for u in plan.units if u.source is not None}
         digests = digests or {name: tree_digest(tree) for name, tree in plan.trees.items()}
         futures = {unit.key: runs.submit(unit, digests[unit.tree_name]) for unit in plan.units}

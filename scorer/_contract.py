@@ -13,7 +13,6 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from patchwarden._documents import parse_document, validate_document
-
 from patchwarden._treepaths import tree_path_problem
 
 from ._errors import ContractError

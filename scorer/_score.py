@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import posixpath
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
@@ -26,9 +27,11 @@ from pathlib import Path
 import git
 
 from patchwarden.sandbox import (
+    ImportLayout,
     PropertyRun,
     PropertyTarget,
     SandboxConfig,
+    detect_layout,
     diff_changes,
     file_at,
     require_sandbox,
@@ -164,6 +167,29 @@ def _load_contract(tree: Path, request: ScoreRequest) -> tuple[Contract, str | N
     )
 
 
+FOREIGN_MODULE = "ForeignModule"
+"""The exception slot of a witness the runner writes when the project's code came from
+outside the tree (provenance, docs/design/runner.md)."""
+
+
+def _foreign_code(runs: dict[tuple[str, int], PropertyRun]) -> list[str]:
+    """Runs, of either tree, that imported the project's code from outside the tree: the
+    verdict would measure the wrong code, so the shadowing check rejects."""
+    found: dict[str, None] = {}
+    for (name, _seed), run in sorted(runs.items()):
+        for record in run.records:
+            parts = record.witness.split("|", 2)
+            if len(parts) == 3 and parts[1] == FOREIGN_MODULE:
+                found.setdefault(f"{name}: project code loaded from outside the tree: {parts[2]}")
+    return list(found)
+
+
+def tests_dir(contract: Contract) -> str:
+    """The directory holding the property files (where pytest looks for its settings)."""
+    dirs = [posixpath.dirname(p.test.split("::", 1)[0]) or "." for p in contract.properties]
+    return posixpath.commonpath(dirs) or "." if dirs and "." not in dirs else "."
+
+
 def _runtime_tampering(runs: dict[tuple[str, int], PropertyRun]) -> list[str]:
     """What the reporter saw replaced in the patch runs but not in the parent's, and
     properties whose Hypothesis settings differ from the parent's (the test files are
@@ -172,7 +198,7 @@ def _runtime_tampering(runs: dict[tuple[str, int], PropertyRun]) -> list[str]:
         tree: {s for (name, _), run in runs.items() if name == tree for s in run.shadowed}
         for tree in TREES
     }
-    found = sorted(seen["patch"] - seen["parent"])
+    found = sorted(seen["patch"] - seen["parent"]) + _foreign_code(runs)
     for (name, seed), run in runs.items():
         if name != "patch":
             continue
@@ -243,6 +269,14 @@ def _rows(
     return rows
 
 
+def _layout_evidence(layout: ImportLayout) -> dict[str, list[str]]:
+    return {
+        **layout.to_json(),
+        "sources": list(layout.sources),
+        "notes": list(layout.notes),
+    }
+
+
 def _run_evidence(bundle: BundleWriter, outcomes: Mapping[tuple[str, int], RunOutcome]) -> None:
     for (name, seed), outcome in outcomes.items():
         run = outcome.run
@@ -292,7 +326,12 @@ def score(
         elif not executor.remote:
             require_sandbox(sandbox_config)
         plan = plan_score(
-            request, config, stack, quarantined=quarantined, describe_trees=executor.remote
+            request,
+            config,
+            stack,
+            quarantined=quarantined,
+            describe_trees=executor.remote,
+            import_roots=executor.import_roots,
         )
         futures = {unit.key: executor.submit(unit) for unit in plan.units}
         with settle_on_error(futures):
@@ -334,6 +373,9 @@ class ScorePlan:
     hashes: dict[str, tuple[str, str]]
     snapshots: dict[str, dict[str, tuple[int, int]]]
     quarantined: Sequence[str] | None
+    layout: ImportLayout
+    """Where the project's code is imported from, read from the parent: both trees use it,
+    so a patch cannot move the code out of sight."""
     units: list[RunUnit] = field(default_factory=list)
 
     @property
@@ -348,11 +390,13 @@ def plan_score(
     *,
     quarantined: Sequence[str] | None = None,
     describe_trees: bool = False,
+    import_roots: Sequence[str] | None = None,
 ) -> ScorePlan:
     """The plan phase: commits, trees (owned by ``stack``), restore, hashes, the units.
 
     ``describe_trees``: say how a worker elsewhere rebuilds each tree (``TreeSource``), for
-    executors that do not run on this machine.
+    executors that do not run on this machine. ``import_roots``: the operator's
+    ``sandbox.import_roots`` (None: the layout is read from the parent tree).
     """
     parent_sha = resolve_commit(request.repo, request.parent)
     patch_sha = resolve_commit(request.repo, request.patch)
@@ -404,6 +448,7 @@ def plan_score(
         hashes=hashes,
         snapshots={name: _snapshot(tree) for name, tree in trees.items()},
         quarantined=quarantined,
+        layout=detect_layout(trees["parent"], override=import_roots, start=tests_dir(contract)),
     )
     plan.units = _units(plan, describe_trees)
     return plan
@@ -436,6 +481,7 @@ def _units(plan: ScorePlan, describe_trees: bool) -> list[RunUnit]:
             contract_paths=tuple(plan.contract_paths),
             limits=plan.config.run_limits,
             source=sources[name],
+            layout=plan.layout,
         )
         for name in TREES
         for seed in plan.resolved.seeds
@@ -577,6 +623,7 @@ def finish_score(
         bundle.write_text("review-note.txt", note)
         bundle.write_text("patch.diff", before.diff)
         bundle.write_json("restored.json", plan.restored)
+        bundle.write_json("layout.json", _layout_evidence(plan.layout))
         _run_evidence(bundle, outcomes)
         bundle.publish(verdict.index_entry())
     except BaseException:

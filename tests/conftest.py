@@ -27,6 +27,7 @@ BUNDLE_FILES = {
     "patch.jsonl",
     "patch.diff",
     "restored.json",
+    "layout.json",
     "runs",
 }
 """What every evidence bundle holds (SPEC section 11)."""

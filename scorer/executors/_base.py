@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from patchwarden.sandbox import Limits, PropertyRun, PropertyTarget
+from patchwarden.sandbox import ImportLayout, Limits, PropertyRun, PropertyTarget
 
 UnitKey = tuple[str, int]
 """(tree name, seed): a unit's place in one request's schedule."""
@@ -63,6 +63,9 @@ class RunUnit:
     limits: Limits
     source: TreeSource | None = None
     """Set when the plan was made for an executor that runs elsewhere."""
+    layout: ImportLayout | None = None
+    """Where the project's code is imported from: the parent's, for both trees (None: read
+    from the tree the unit runs on)."""
 
     @property
     def key(self) -> UnitKey:
@@ -90,6 +93,9 @@ class Executor(abc.ABC):
     name: str = "executor"
     remote: bool = False
     """Units run on other machines, so plans must describe their trees (``TreeSource``)."""
+    import_roots: tuple[str, ...] | None = None
+    """The operator's ``sandbox.import_roots`` of the sandbox the units run in: plans read
+    the parent's import layout with it."""
 
     @property
     @abc.abstractmethod

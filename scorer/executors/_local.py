@@ -23,6 +23,7 @@ class LocalExecutor(Executor):
             raise ValueError(f"jobs must be at least 1, got {jobs}")
         self._jobs = jobs
         self._sandbox = sandbox_config
+        self.import_roots = sandbox_config.import_roots
         self._pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="patchwarden-run")
         self._checked = self._pool.submit(require_sandbox, sandbox_config)
 
@@ -42,6 +43,7 @@ class LocalExecutor(Executor):
             self._sandbox,
             contract_paths=unit.contract_paths,
             limits=unit.limits,
+            layout=unit.layout,
         )
         return RunOutcome(run=run)
 

@@ -110,6 +110,7 @@ class RayExecutor(Executor):
         try:
             self._jobs = jobs or max(1, int(ray.cluster_resources().get("CPU", 1)))
             self._sandbox_json = sandbox_config.model_dump_json()
+            self.import_roots = sandbox_config.import_roots
             self._state_dir = scorer_config.state_dir
             self._task = ray.remote(num_cpus=1, max_retries=RUN_RETRIES)(run_unit_on_worker)
             self._bundles: OrderedDict[tuple[str, str, str | None], Any] = OrderedDict()
@@ -267,6 +268,7 @@ def run_unit_on_worker(
             config,
             contract_paths=unit.contract_paths,
             limits=unit.limits,
+            layout=unit.layout,
         )
         drift: tuple[str, ...] = ()
         if tree_digest(tree) != source.digest:

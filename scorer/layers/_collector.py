@@ -15,20 +15,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchwarden.sandbox import LaunchSpec, ProcessResult, SandboxConfig, launch, python_runtime
+from patchwarden.sandbox import (
+    LaunchSpec,
+    ProcessResult,
+    SandboxConfig,
+    launch,
+    layout_for,
+    python_runtime,
+)
 
 CHANNEL_KEY = "__patchwarden_collected__"
 
-# Executed as ``python -s -P -c SOURCE FD NODE_ID`` in the tree. Kept free of
-# patchwarden imports, like the runner's reporter, so the tree cannot shadow it.
+# Executed as ``python -s -P -c SOURCE FD NODE_ID ROOTS`` in the tree, ROOTS the tree's
+# import roots as JSON (sandbox/_layout.py). Kept free of patchwarden imports, like the
+# runner's reporter, so the tree cannot shadow it.
 COLLECTOR_SOURCE = f"""
 import json, os, sys
 fd = int(sys.argv[1])
 node_id = sys.argv[2]
+roots = json.loads(sys.argv[3])
 channel = os.fdopen(os.dup(fd), "w")
 os.close(fd)
 import pytest
-sys.path.insert(0, os.getcwd())
+sys.path[0:0] = [os.path.normpath(os.path.join(os.getcwd(), root)) for root in roots]
 
 
 class Collector:
@@ -80,6 +89,7 @@ def collect_node_id(
                 COLLECTOR_SOURCE,
                 str(channel.fileno()),
                 node_id,
+                json.dumps(list(layout_for(tree, config).roots)),
             ],
             tree=tree,
             tree_writable=False,

@@ -18,8 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from patchwarden._treepaths import tree_path_problem
 from patchwarden._documents import parse_document
+from patchwarden._treepaths import tree_path_problem
 from patchwarden.sandbox import (
     SandboxConfig,
     blob_id_at,
