@@ -22,6 +22,8 @@ from ._hashing import files_under, hash_json, hash_pairs, sha256_bytes
 DEFAULT_CONTRACT_PATH = "contract/differential-contract.yaml"
 FREEZE_DIR = ".freeze"
 DEFAULT_QUARANTINE_LIST = "contract/quarantine.json"
+RESOLUTION_FIELDS = ("parent_sha", "patch_sha", "spec_hash", "fixture_closure_hash")
+"""What ``score`` fills in when it resolves a contract (a pinned hash stays the pin)."""
 
 
 class Property(BaseModel):
@@ -89,7 +91,16 @@ class Contract(BaseModel):
 
     @property
     def contract_hash(self) -> str:
-        """``sha256:`` of the canonical JSON of this contract."""
+        """``sha256:`` of the canonical JSON of the contract's content: what it asks
+        (version, seeds, properties, paths, manifest, quarantine list), without the values a
+        resolution fills in (both commits, the two tree hashes). The same contract file has
+        the same hash in every verdict, and so does every resolution of it."""
+        return hash_json(self.model_dump(mode="json", exclude=set(RESOLUTION_FIELDS)))
+
+    @property
+    def resolved_contract_hash(self) -> str:
+        """``sha256:`` of the canonical JSON of everything, resolution included: names one
+        contract applied to one pair of commits."""
         return hash_json(self.model_dump(mode="json"))
 
     def property_ids(self) -> list[str]:

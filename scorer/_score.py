@@ -96,6 +96,9 @@ class Verdict:
     verdict_id: str
     decision: Decision
     gate: GateResult
+    resolved_contract_hash: str
+    """The contract's hash with both commits and tree hashes (gate.contract_hash is the
+    contract's content hash, the same for every verdict of one contract file)."""
     scorecard: list[Check]
     parent_sha: str
     patch_sha: str
@@ -113,6 +116,7 @@ class Verdict:
             **self.gate.to_json(),
             "decision": self.decision,
             "gate_decision": self.gate.decision,
+            "resolved_contract_hash": self.resolved_contract_hash,
             "verdict_id": self.verdict_id,
             "parent_sha": self.parent_sha,
             "patch_sha": self.patch_sha,
@@ -135,6 +139,7 @@ class Verdict:
             "parent_sha": self.parent_sha,
             "patch_sha": self.patch_sha,
             "contract_hash": self.gate.contract_hash,
+            "resolved_contract_hash": self.resolved_contract_hash,
             "results": [r.model_dump() for r in self.gate.results],
         }
 
@@ -609,6 +614,7 @@ def finish_score(
             verdict_id=verdict_id,
             decision=decision,
             gate=gate,
+            resolved_contract_hash=resolved.resolved_contract_hash,
             scorecard=scorecard,
             parent_sha=parent_sha,
             patch_sha=patch_sha,

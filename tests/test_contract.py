@@ -178,13 +178,33 @@ def test_contract_hash_stable_across_property_key_order() -> None:
         '{"seeds": [29, 11]}',
         '{"seeds": [11]}',
         '{"seeds": [11, 29, 47]}',
-        '{"seeds": [11, 29], "spec_hash": "sha256:x"}',
-        '{"seeds": [11, 29], "parent_sha": "abc"}',
+        '{"seeds": [11, 29], "spec_paths": ["tests"]}',
+        '{"seeds": [11, 29], "properties": [{"id": "p", "test": "t.py::t"}]}',
     ],
 )
 def test_contract_hash_changes_with_content(other: str) -> None:
     base = parse_contract('{"seeds": [11, 29]}', "c.json")
     assert parse_contract(other, "c.json").contract_hash != base.contract_hash
+
+
+@pytest.mark.parametrize(
+    "resolution",
+    [
+        {"parent_sha": "a" * 40},
+        {"patch_sha": "b" * 40},
+        {"spec_hash": "sha256:x"},
+        {"fixture_closure_hash": "sha256:y"},
+    ],
+)
+def test_one_contract_hash_for_every_resolution(resolution: dict[str, str]) -> None:
+    """Same contract file, same hash in every verdict; the hash that covers the commits and
+    the tree hashes has its own name."""
+    written = parse_contract('{"seeds": [11, 29]}', "c.json")
+    resolved = written.model_copy(update=resolution)
+    assert resolved.contract_hash == written.contract_hash
+    assert resolved.resolved_contract_hash != written.resolved_contract_hash
+    again = parse_contract(json.dumps(resolved.model_dump(mode="json")), "resolved.json")
+    assert again.contract_hash == written.contract_hash
 
 
 # --------------------------------------------------------------- spec hash
@@ -398,5 +418,5 @@ def test_two_properties_cannot_share_one_test() -> None:
     with pytest.raises(ContractError) as err:
         parse_contract(text, "c.yaml")
     assert str(err.value) == (
-        "c.yaml:2: properties: Value error, property tests must be unique, repeated: t.py::test_x"
+        "c.yaml:2: properties: property tests must be unique, repeated: t.py::test_x"
     )

@@ -52,6 +52,7 @@ def test_verdict_summary_carries_no_witness_seed_or_path(tmp_path: Path) -> None
         verdict_id="v1",
         decision="reject",
         gate=gate,
+        resolved_contract_hash="sha256:def",
         scorecard=[
             Check(
                 check="test_tampering",

@@ -46,6 +46,7 @@ def _show_text(bundle: VerdictBundle) -> str:
         ["verdict", bundle.verdict_id],
         ["decision", f"{d.get('decision')} (gate: {gate})"],
         ["contract", str(d.get("contract_hash", "-"))],
+        ["resolved contract", str(d.get("resolved_contract_hash", "-"))],
         ["parent", str(d.get("parent_sha", "-"))],
         ["patch", str(d.get("patch_sha", "-"))],
     ]
