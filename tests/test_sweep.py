@@ -62,6 +62,10 @@ from pathlib import Path
 def test_sane():
     data = json.loads((Path(__file__).parents[1] / "fixtures" / "data.json").read_text())
     assert sum(data["values"]) == 6
+
+
+def test_task():
+    assert False, "the bug an agent is to fix: fails on the base by design"
 """
 
 
@@ -85,7 +89,9 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> Swept:
     files = {
         "pyproject.toml": PYPROJECT,
         "counter.py": COUNTER_SOURCE.format(counter=str(counter)),
-        CONTRACT: contract_yaml([11], {"prop.sane": f"{ORACLE}::test_sane"}),
+        CONTRACT: contract_yaml(
+            [11], {"prop.sane": f"{ORACLE}::test_sane", "prop.task": f"{ORACLE}::test_task"}
+        ),
         "tests/fixtures/data.json": '{"values": [1, 2, 3]}\n',
         ORACLE: ORACLE_SOURCE,
         SUITE: SUITE_SOURCE,
@@ -130,6 +136,17 @@ def test_broken_base_exits_1_and_names_the_test(swept: Swept) -> None:
     assert "base broken: serve refuses this base" in out
     assert sum(line.startswith("run ") for line in out.splitlines()) == 3
     assert proc.stderr == ""
+
+
+def test_the_contract_properties_are_left_out_and_said_so(swept: Swept) -> None:
+    """Failing on the base is what a property is for: not swept, never a broken base."""
+    out = swept.first.stdout
+    assert (
+        "left out: 2 contract properties (the task: they may fail on the base; not swept, "
+        f"never a broken base): {ORACLE}::test_sane, {ORACLE}::test_task"
+    ) in out
+    assert "test_task" not in json.dumps(swept.first_list)
+    assert "test_task" not in out.replace(f"{ORACLE}::test_task", "")
 
 
 def test_quarantine_list_has_counts_since_and_broken(swept: Swept) -> None:
@@ -249,3 +266,9 @@ def test_a_test_missing_from_a_run_counts_as_failing_and_the_run_as_incomplete()
     assert incomplete == ["run 2: killed at the wall-clock limit"]
     crashed = tally_runs([_run([], exit_code=2)])[1]
     assert crashed == ["run 1: pytest exit code 2 (collection error or crash)"]
+
+
+def test_the_tally_leaves_the_properties_out() -> None:
+    runs = [_run([("t::a", "failed"), ("p::prop", "failed"), ("p::prop[1]", "failed")])] * 2
+    tallies, _ = tally_runs(runs, left_out=["p::prop"])
+    assert [(t.test_id, t.failures) for t in tallies] == [("t::a", 2)]

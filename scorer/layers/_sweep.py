@@ -8,6 +8,10 @@ broken. A test missing from a run counts as failing in it (missing is never
 a pass), and a run that did not finish (crash, timeout, collection error)
 makes the sweep inconclusive, which is reported like a broken base.
 
+The contract's own properties are left out of the sweep and of the broken-base rule: their
+tests are the task, and failing on the base is what they are for (``properties_left_out``
+says which were left out).
+
 The outcome is written twice: into the operator's working tree as the
 quarantine list (to review and commit), and into the scorer's state
 directory keyed by the base commit, where :func:`base_is_broken` finds it
@@ -17,7 +21,7 @@ before ``serve`` starts a session.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -80,6 +84,8 @@ class SweepResult(BaseModel):
     incomplete_runs: list[str]
     quarantine_list: str
     """Where the list was written (host path)."""
+    properties_left_out: list[str] = []
+    """The contract's property tests, deselected: they may fail on the base (the task)."""
 
     @property
     def base_broken(self) -> bool:
@@ -103,13 +109,27 @@ def _incomplete(number: int, run: AgentRun) -> str | None:
     return None
 
 
-def tally_runs(runs: list[AgentRun]) -> tuple[list[Tally], list[str]]:
-    """Failures per test over ``runs`` (missing counts as failing), and unfinished runs."""
+def is_property_test(test_id: str, property_tests: Sequence[str]) -> bool:
+    """``test_id`` is one of the contract's property tests or a parametrized case of one."""
+    return any(test_id == t or test_id.startswith(f"{t}[") for t in property_tests)
+
+
+def property_tests(contract: Contract) -> list[str]:
+    return [p.test for p in contract.properties]
+
+
+def tally_runs(
+    runs: list[AgentRun], *, left_out: Sequence[str] = ()
+) -> tuple[list[Tally], list[str]]:
+    """Failures per test over ``runs`` (missing counts as failing), and unfinished runs;
+    tests in ``left_out`` (the contract's properties) are not counted."""
     seen: dict[str, int] = {}
     failed_in: dict[str, int] = {}
     for run in runs:
         this_run: dict[str, bool] = {}
         for outcome in run.outcomes:
+            if is_property_test(outcome.node_id, left_out):
+                continue
             failing = outcome.outcome in FAILING_OUTCOMES
             this_run[outcome.node_id] = this_run.get(outcome.node_id, False) or failing
         for test_id, failing in this_run.items():
@@ -152,10 +172,12 @@ def sweep(
     contract_paths = list(dict.fromkeys([*contract_obj.contract_paths(contract_file), list_rel]))
     clone = scorer_clone(tree, [base_sha], config)
     seed = contract_obj.seeds[0]
+    left_out = property_tests(contract_obj)
+    deselect = [arg for test in left_out for arg in ("--deselect", test)]
 
     def one(number: int) -> AgentRun:
         run = run_pytest_once(
-            clone, base_sha, [], seed, config, sandbox_config, contract_paths=contract_paths
+            clone, base_sha, deselect, seed, config, sandbox_config, contract_paths=contract_paths
         )
         if on_run is not None:
             on_run(number, run)
@@ -163,7 +185,7 @@ def sweep(
 
     with ThreadPoolExecutor(max_workers=min(config.worker_count(), runs)) as pool:
         results = list(pool.map(one, range(1, runs + 1)))
-    tallies, incomplete = tally_runs(results)
+    tallies, incomplete = tally_runs(results, left_out=left_out)
     flaky = [t for t in tallies if 0 < t.failures < runs]
     broken = [t for t in tallies if t.failures == runs]
     now = datetime.now(UTC)
@@ -188,6 +210,7 @@ def sweep(
         broken=[TestCount(test_id=t.test_id, failures=t.failures, runs=t.runs) for t in broken],
         incomplete_runs=incomplete,
         quarantine_list=str(list_path),
+        properties_left_out=left_out,
     )
     write_json_atomic(_record_path(config, tree, base_sha), result.model_dump(mode="json"))
     return result
@@ -205,6 +228,7 @@ def base_is_broken(
     it). Nothing recorded means nothing known, not a clean bill: the sweep is
     the operator's step before ``serve``.
     """
+    left_out = property_tests(contract) if contract is not None else []
     record = _record_path(config, Path(repo).resolve(), base_sha)
     if record.is_file():
         try:
@@ -212,7 +236,7 @@ def base_is_broken(
         except (OSError, ValueError, ValidationError):
             # A record we cannot read must not let a broken base through.
             return [f"sweep record unreadable: {record}"]
-        return result.broken_reasons()
+        return [r for r in result.broken_reasons() if not is_property_test(r, left_out)]
     if contract is None:
         return []
     rel = quarantine_list_path(contract)
@@ -223,6 +247,6 @@ def base_is_broken(
         committed = parse_quarantine_list(data.decode("utf-8"), f"{base_sha[:12]}:{rel}")
     except (InputError, UnicodeDecodeError):
         return [f"quarantine list unreadable: {base_sha[:12]}:{rel}"]
-    return [t.test_id for t in committed.broken] + [
+    return [t.test_id for t in committed.broken if not is_property_test(t.test_id, left_out)] + [
         f"sweep run did not finish: {r}" for r in committed.incomplete_runs
     ]

@@ -59,6 +59,13 @@ def sweep_cmd(repo: Path, base: str, runs: int, contract: str, config_path: Path
         f"swept {result.base[:12]}: {result.tests_seen} tests, {result.runs} runs, "
         f"seed {result.seed}"
     )
+    if result.properties_left_out:
+        click.echo(
+            f"left out: {len(result.properties_left_out)} contract "
+            f"propert{'y' if len(result.properties_left_out) == 1 else 'ies'} (the task: "
+            "they may fail on the base; not swept, never a broken base): "
+            + ", ".join(result.properties_left_out)
+        )
     for test in result.flaky:
         click.echo(
             f"flaky (quarantined): {test.test_id} failed {test.failures} of {test.runs} runs"
