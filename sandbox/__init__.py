@@ -7,6 +7,7 @@ check_sandbox / require_sandbox                        does isolation work here?
 from __future__ import annotations
 
 from ._argv import NONE_BACKEND_WARNING, TREE_MOUNT, LaunchSpec, build_bwrap_argv
+from ._collect import Collected, collect_tests
 from ._config import Limits, SandboxConfig, describe_validation_error, parse_sandbox_config
 from ._doctor import DoctorCheck, check_sandbox, require_sandbox
 from ._errors import ConfigError, GitError, InputError, PatchwardenError, RunTimeout, SandboxError
@@ -51,6 +52,7 @@ __all__ = [
     "NONE_BACKEND_WARNING",
     "TREE_MOUNT",
     "AgentRun",
+    "Collected",
     "ConfigError",
     "DiffEntry",
     "DoctorCheck",
@@ -73,6 +75,7 @@ __all__ = [
     "bundle_commits",
     "changed_paths",
     "check_sandbox",
+    "collect_tests",
     "describe_validation_error",
     "detect_layout",
     "diff_changes",

@@ -12,8 +12,16 @@ from ._contract import (
     Property,
     compute_fixture_closure_hash,
     compute_spec_hash,
+    contract_skeleton,
     load_contract,
     parse_contract,
+)
+from ._contract_check import (
+    ContractCheck,
+    TestIdCheck,
+    check_contract,
+    match_test_id,
+    require_test_ids,
 )
 from ._errors import ConfigError, ContractError, GitError, InputError, PatchwardenError
 from ._fixtures import (
@@ -25,7 +33,7 @@ from ._fixtures import (
     read_manifest,
 )
 from ._process import serve_scorer, verdict_summary
-from ._score import ScoreRequest, Verdict, restore_from_parent, score
+from ._score import RunProgress, ScoreRequest, Verdict, restore_from_parent, score
 from ._verdicts import VerdictBundle, load_verdict, read_index
 from .checks import BoundaryChange, Check, Finding, boundary_changes, find_suspicious
 from .executors import Executor, ExecutorName, LocalExecutor, RunUnit, make_executor
@@ -89,6 +97,7 @@ __all__ = [
     "Check",
     "ConfigError",
     "Contract",
+    "ContractCheck",
     "ContractError",
     "Decision",
     "Executor",
@@ -109,6 +118,7 @@ __all__ = [
     "PropertyResult",
     "QuarantineList",
     "Reason",
+    "RunProgress",
     "RunRow",
     "RunUnit",
     "ScoreRequest",
@@ -116,16 +126,19 @@ __all__ = [
     "SideCounts",
     "SkipReason",
     "SweepResult",
+    "TestIdCheck",
     "Ticket",
     "Verdict",
     "VerdictBundle",
     "approve_ticket",
     "base_is_broken",
     "boundary_changes",
+    "check_contract",
     "check_freeze_record",
     "combine",
     "compute_fixture_closure_hash",
     "compute_spec_hash",
+    "contract_skeleton",
     "decide",
     "decide_property",
     "dump_rows",
@@ -139,6 +152,7 @@ __all__ = [
     "load_verdict",
     "make_executor",
     "make_witness",
+    "match_test_id",
     "normalise_witness",
     "parse_contract",
     "parse_expiry",
@@ -157,6 +171,7 @@ __all__ = [
     "read_rows",
     "read_ticket",
     "release_check",
+    "require_test_ids",
     "restore_from_parent",
     "review_note",
     "score",

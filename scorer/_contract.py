@@ -7,8 +7,9 @@ errors that name the file and, where the parser knows it, the line.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -103,6 +104,16 @@ class Contract(BaseModel):
         contract applied to one pair of commits."""
         return hash_json(self.model_dump(mode="json"))
 
+    def tests_dir(self) -> str:
+        """The deepest directory holding every property file (where pytest would look for
+        its configuration first); "." without properties."""
+        dirs = [PurePosixPath(p.test.split("::", 1)[0]).parent for p in self.properties]
+        common = dirs[0] if dirs else PurePosixPath(".")
+        for directory in dirs[1:]:
+            while common != PurePosixPath(".") and common not in (directory, *directory.parents):
+                common = common.parent
+        return common.as_posix()
+
     def property_ids(self) -> list[str]:
         return [p.id for p in self.properties]
 
@@ -122,6 +133,57 @@ class Contract(BaseModel):
         if self.fixture_manifest:
             paths.append(self.fixture_manifest)
         return list(dict.fromkeys([*paths, *fixtures]))
+
+
+DEFAULT_SEEDS = (11, 29, 47)
+"""The schedule a new contract starts with (three seeds: enough to see a split result)."""
+
+
+def contract_skeleton(tests: Sequence[str], seeds: Sequence[int] = DEFAULT_SEEDS) -> str:
+    """A commented contract naming one property per pytest node id in ``tests``; it loads
+    as it is (``parse_contract``) and says what to review before it is committed."""
+    props = [Property(id=_property_id(test, i), test=test) for i, test in enumerate(tests)]
+    ids = [p.id for p in props]
+    props = [
+        p if ids.count(p.id) == 1 else p.model_copy(update={"id": f"{p.id}_{i + 1}"})
+        for i, p in enumerate(props)
+    ]
+    files = sorted({p.test.split("::", 1)[0] for p in props})
+    lines = [
+        "# The differential contract (written by `patchwarden contract init`).",
+        "# Review every line, commit it together with the property tests, then run",
+        "# `patchwarden contract check`: it collects each test on the base and shows which",
+        "# properties fail there (the bug a patch must fix) and which pass on every seed.",
+        "contract_version: 1",
+        "",
+        "# The schedule: each property runs once per seed, in this order, on the parent and",
+        "# on the patch (as --hypothesis-seed, PYTHONHASHSEED, random.seed and the",
+        "# contract_seed fixture). Order and count are part of the contract.",
+        f"seeds: [{', '.join(str(s) for s in seeds)}]",
+        "",
+        "# Files (or directories) whose bytes define spec_hash: the property tests. They are",
+        "# read-only to the agent, and a patch that changes them is rejected.",
+        "spec_paths:",
+        *[f"  - {json.dumps(f)}" for f in files],
+        "",
+        "# Fixtures the properties read, pinned with `patchwarden fixtures pin` (optional):",
+        "# fixture_manifest: tests/fixtures/manifest.json",
+        "",
+        "properties:",
+    ]
+    for prop in props:
+        lines += [
+            f"  - id: {json.dumps(prop.id)}",
+            '    oracle: ""  # TODO: what must hold, in one sentence, for a reviewer',
+            f"    test: {json.dumps(prop.test)}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _property_id(test: str, index: int) -> str:
+    name = test.rsplit("::", 1)[-1].split("[", 1)[0].removeprefix("test_")
+    name = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name).strip("_")
+    return f"prop.{name or index + 1}"
 
 
 def parse_contract(text: str, where: str) -> Contract:

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import posixpath
-from collections.abc import Iterator, Mapping, Sequence
+import itertools
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,6 +88,10 @@ from .layers import QuarantineList, quarantine_list_path, read_quarantine_list, 
 from .layers import ticket_path as ticket_file
 
 TREES = ("parent", "patch")
+
+RunProgress = Callable[[int, int, str], None]
+"""``(done, total, what finished)``, called after each sandboxed run of a long command
+(e.g. ``(4, 6, "patch seed 29")``); the command line draws it as a progress line."""
 
 
 @dataclass(frozen=True)
@@ -187,12 +192,6 @@ def _foreign_code(runs: dict[tuple[str, int], PropertyRun]) -> list[str]:
             if len(parts) == 3 and parts[1] == FOREIGN_MODULE:
                 found.setdefault(f"{name}: project code loaded from outside the tree: {parts[2]}")
     return list(found)
-
-
-def tests_dir(contract: Contract) -> str:
-    """The directory holding the property files (where pytest looks for its settings)."""
-    dirs = [posixpath.dirname(p.test.split("::", 1)[0]) or "." for p in contract.properties]
-    return posixpath.commonpath(dirs) or "." if dirs and "." not in dirs else "."
 
 
 def _runtime_tampering(runs: dict[tuple[str, int], PropertyRun]) -> list[str]:
@@ -318,12 +317,14 @@ def score(
     *,
     quarantined: Sequence[str] | None = None,
     executor: Executor | None = None,
+    on_run: RunProgress | None = None,
 ) -> Verdict:
     """Score ``request.patch`` against ``request.parent``; write the bundle; return the verdict.
 
     ``quarantined``: the tests the agent's loop left out; None reads them
     from the quarantine list in the parent commit. ``executor``: where the runs go
     (default: a local executor with ``config.jobs`` slots, for this request alone).
+    ``on_run`` hears of each finished run.
     """
     with contextlib.ExitStack() as stack:
         if executor is None:
@@ -339,10 +340,28 @@ def score(
             import_roots=executor.import_roots,
         )
         futures = {unit.key: executor.submit(unit) for unit in plan.units}
+        if on_run is not None:
+            _report_runs(futures, on_run)
         with settle_on_error(futures):
             before = check_without_runs(plan)  # while the runs go
             outcomes = collect(futures)
         return finish_score(plan, outcomes, before)
+
+
+def _report_runs(futures: Mapping[UnitKey, Future[RunOutcome]], on_run: RunProgress) -> None:
+    """``on_run(done, total, "patch seed 29")`` as each unit finishes, in any thread."""
+    done = itertools.count(1)
+    lock = threading.Lock()
+
+    def finished(key: UnitKey) -> Callable[[Future[RunOutcome]], None]:
+        def call(_: Future[RunOutcome]) -> None:
+            with lock:
+                on_run(next(done), len(futures), f"{key[0]} seed {key[1]}")
+
+        return call
+
+    for key, future in futures.items():
+        future.add_done_callback(finished(key))
 
 
 @contextlib.contextmanager
@@ -453,7 +472,7 @@ def plan_score(
         hashes=hashes,
         snapshots={name: _snapshot(tree) for name, tree in trees.items()},
         quarantined=quarantined,
-        layout=detect_layout(trees["parent"], override=import_roots, start=tests_dir(contract)),
+        layout=detect_layout(trees["parent"], override=import_roots, start=contract.tests_dir()),
     )
     plan.units = _units(plan, describe_trees)
     return plan
@@ -706,6 +725,7 @@ def _quarantine_check(
 __all__ = [
     "ChecksWithoutRuns",
     "InputError",
+    "RunProgress",
     "ScorePlan",
     "ScoreRequest",
     "Verdict",

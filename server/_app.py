@@ -2,8 +2,9 @@
 
 Start-up is all-or-nothing and happens before the first MCP message: the
 configuration is validated, bubblewrap is checked, the base commit and the
-contract are read, the agent worktree is created and the scorer child says
-it is ready. Any failure is one line and exit 2 (the CLI's job); nothing is
+contract are read, every property's test is collected on the base (a missing
+id refuses the session), the agent worktree is created and the scorer child
+says it is ready. Any failure is one line and exit 2 (the CLI's job); nothing is
 served on a broken setup. On exit the scorer is stopped and the worktree
 removed (the patch commits stay under ``refs/patchwarden/`` for reviewers).
 """
@@ -39,6 +40,7 @@ from patchwarden.scorer import (
     read_contract_at,
     read_only_paths_at,
     read_quarantine_at,
+    require_test_ids,
 )
 from patchwarden.scorer.protocol import Start
 
@@ -175,6 +177,15 @@ def prepare(options: ServeOptions) -> Setup:
         raise ConfigError(
             f"cannot create directory: {exc.strerror}", where=str(exc.filename)
         ) from None
+    # Every property's test must exist on the base before an agent works towards it: a
+    # misspelt id would otherwise fail on both sides and reject every patch as uniform_fail.
+    require_test_ids(
+        repo,
+        base,
+        config.agent.contract,
+        config.scorer,
+        hide_secret_dirs(config.sandbox, [server_state, scorer_state, log_dir]),
+    )
     return Setup(
         config=config,
         config_path=options.config_path.resolve() if options.config_path else None,

@@ -9,6 +9,7 @@
     _verdicts   verdicts list|show|export
     _view       view
     _setup      doctor, config check|schema
+    _contract   contract check|init
 
 Every command runs through :func:`._base.run_guarded`: our errors are one line and
 exit 2, anything unexpected exits 70 with the traceback in a file (docs/design/errors.md).
@@ -18,7 +19,18 @@ from __future__ import annotations
 
 import click
 
-from . import _batch, _fixtures, _freeze, _gate, _session, _setup, _sweep, _verdicts, _view
+from . import (
+    _batch,
+    _contract,
+    _fixtures,
+    _freeze,
+    _gate,
+    _session,
+    _setup,
+    _sweep,
+    _verdicts,
+    _view,
+)
 from ._base import DECISION_EXIT, EXIT_INTERNAL, EXIT_USAGE, OneLineGroup
 
 
@@ -42,6 +54,7 @@ for command in (
     _view.view_cmd,
     _setup.doctor_cmd,
     _setup.config_group,
+    _contract.contract_group,
 ):
     cli.add_command(command)
 

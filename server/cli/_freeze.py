@@ -34,6 +34,7 @@ from ._base import (
     repo_option,
     table,
 )
+from ._progress import progress
 
 
 def _ticket_rows(tickets: Sequence[Ticket]) -> list[list[str]]:
@@ -59,6 +60,10 @@ def freeze_group() -> None:
     (docs/design/contract-layers.md)."""
 
 
+FREEZE_STEPS = 5
+"""The freeze procedure's steps (SPEC section 9)."""
+
+
 @freeze_group.command("propose")
 @repo_option
 @click.option("--test-id", required=True, help="The pytest node id to freeze.")
@@ -79,17 +84,25 @@ def propose_cmd(
     """Run the five steps; write .freeze/record.json only when every step holds.
     Exit 0: proposed for review; 1: rejected (the step, the field and why)."""
     config = config_of(config_path)
-    proposal = propose_freeze(
-        repo,
-        test_id,
-        fixture,
-        oracle,
-        config.scorer,
-        config.sandbox,
-        contract=contract,
-        reason=reason,
-        say=click.echo,
-    )
+    with progress("freeze propose", total=FREEZE_STEPS) as bar:
+
+        def say(line: str) -> None:
+            click.echo(line)
+            words = line.split()
+            if words[:1] == ["step"] and words[1:2] and words[1].isdigit():
+                bar.report(int(words[1]), FREEZE_STEPS, " ".join(words[:3]))
+
+        proposal = propose_freeze(
+            repo,
+            test_id,
+            fixture,
+            oracle,
+            config.scorer,
+            config.sandbox,
+            contract=contract,
+            reason=reason,
+            say=say,
+        )
     if proposal.status == "proposed_for_review":
         click.echo(f"proposed_for_review: {proposal.record}")
         return

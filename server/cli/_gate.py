@@ -10,6 +10,7 @@ from patchwarden.scorer import ScoreRequest, decide, load_contract, read_rows, r
 
 from ..config import load_config
 from ._base import OneLineCommand, config_option, emit_decision
+from ._progress import progress
 
 
 @click.command("decide", cls=OneLineCommand)
@@ -55,10 +56,13 @@ def score_cmd(
     scorer_config = config.scorer
     if log_dir is not None:
         scorer_config = scorer_config.model_copy(update={"log_dir": str(log_dir)})
-    verdict = score(
-        ScoreRequest(repo=repo, contract=contract, parent=parent, patch=patch),
-        scorer_config,
-        config.sandbox,
-    )
+    with progress("score", total=None) as bar:
+        bar.note("checking out both commits")
+        verdict = score(
+            ScoreRequest(repo=repo, contract=contract, parent=parent, patch=patch),
+            scorer_config,
+            config.sandbox,
+            on_run=bar.report,
+        )
     note = verdict.review_note + f"evidence: {verdict.bundle}\n"
     emit_decision(verdict.decision, verdict.to_json(), note, as_json)

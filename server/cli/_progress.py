@@ -1,8 +1,8 @@
 """Progress on a terminal: one live line on stderr while a long command works.
 
-Shared by the commands that run many sandboxed processes (``score-batch``; ``score`` and the
-others can use the same helper). Nothing is drawn when stderr is not a terminal, so logs and
-pipes get only the command's own output.
+Shared by the commands that run many sandboxed processes: ``score-batch``, ``score``,
+``sweep``, ``contract check``, ``freeze propose``, ``env build``. Nothing is drawn when
+stderr is not a terminal, so logs and pipes get only the command's own output.
 
     with progress("scoring", total=24) as bar:
         bar.advance(note="parent seed 11")
@@ -52,6 +52,12 @@ class Bar:
                 self._progress.update(self._task, advance=steps)
             else:
                 self._progress.update(self._task, advance=steps, note=note)
+
+    def report(self, done: int, total: int, note: str) -> None:
+        """``done`` of ``total`` steps are done, ``note`` the last: for callbacks that count
+        for themselves (``score(on_run=bar.report)``)."""
+        if self._progress is not None and self._task is not None:
+            self._progress.update(self._task, completed=done, total=total, note=note)
 
     def note(self, text: str) -> None:
         if self._progress is not None and self._task is not None:

@@ -24,6 +24,7 @@ from ._base import (
     contract_option,
     repo_option,
 )
+from ._progress import progress
 
 
 def _run_line(number: int, runs: int, run: AgentRun) -> str:
@@ -46,15 +47,22 @@ def sweep_cmd(repo: Path, base: str, runs: int, contract: str, config_path: Path
     process. Flaky tests go into the quarantine list; a test failing every run means the
     base is broken (exit 1), and serve refuses it unless agent.waive_broken_base."""
     config = config_of(config_path)
-    result = sweep(
-        repo,
-        base,
-        config.scorer,
-        config.sandbox,
-        runs=runs,
-        contract=contract,
-        on_run=lambda n, run: click.echo(_run_line(n, runs, run)),
-    )
+    done = iter(range(1, runs + 1))
+    with progress("sweep", total=None) as bar:
+
+        def on_run(number: int, run: AgentRun) -> None:
+            click.echo(_run_line(number, runs, run))
+            bar.report(next(done), runs, f"run {number}")
+
+        result = sweep(
+            repo,
+            base,
+            config.scorer,
+            config.sandbox,
+            runs=runs,
+            contract=contract,
+            on_run=on_run,
+        )
     click.echo(
         f"swept {result.base[:12]}: {result.tests_seen} tests, {result.runs} runs, "
         f"seed {result.seed}"
@@ -115,7 +123,7 @@ def release_check_cmd(
     list."""
     config = config_of(config_path)
 
-    def progress(number: int, failure: str) -> None:
+    def say_run(number: int, failure: str) -> None:
         click.echo(f"run {number}/{runs}: {failure or 'clean'}")
 
     check = release_check(
@@ -126,7 +134,7 @@ def release_check_cmd(
         base=base,
         contract=contract,
         runs=runs,
-        on_run=progress,
+        on_run=say_run,
     )
     if check.released:
         click.echo(

@@ -1,0 +1,159 @@
+"""Collect tests the way the scorer's runs will see them, without running any.
+
+``collect_tests(tree, files, config, layout=...)`` starts one sandboxed ``pytest
+--collect-only`` over ``files`` with the trusted runner's profile (its own ini, ``--rootdir``
+and ``--confcutdir`` at the tree, plugin autoload off, Hypothesis' plugin only) and the
+project's import layout, and returns every collected node id and every collection error.
+``contract check`` and ``serve`` use it to find a property whose test id does not exist
+before any verdict depends on it. The program comes on stdin and imports the test machinery
+before the tree is on sys.path, like the reporter (docs/design/runner.md); its result travels
+through a pipe the caller opened, never through stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ._argv import LaunchSpec
+from ._config import Limits, SandboxConfig
+from ._launch import launch
+from ._layout import ImportLayout
+from ._runtime import python_runtime
+from ._supervise import ProcessResult
+
+CHANNEL_KEY = "__patchwarden_collection__"
+ERROR_TEXT_CHARS = 2000
+"""Enough of a collection error's text to show its last lines (the exception)."""
+CHANNEL_MAX_BYTES = 8 * 1024 * 1024
+
+COLLECT_PROGRAM = f"""
+import json, os, sys
+argv = sys.argv[1:]
+fd, layout, files = int(argv[0]), json.loads(argv[1]), argv[2:]
+channel = os.fdopen(os.dup(fd), "w")
+os.close(fd)
+import _pytest.python, pluggy, pytest
+import _hypothesis_pytestplugin
+TREE = os.getcwd()
+tree = os.path.realpath(TREE)
+paths = []
+for root in [*layout["roots"], "."]:
+    path = os.path.normpath(os.path.join(TREE, root))
+    real = os.path.realpath(path)
+    if (real == tree or real.startswith(tree + os.sep)) and path not in paths:
+        paths.append(path)
+sys.path[0:0] = paths
+tmp = os.environ.get("TMPDIR", "/tmp")
+ini = os.path.join(tmp, "pw-collect.ini")
+with open(ini, "w") as handle:
+    handle.write("[pytest]\\naddopts =\\n")
+
+
+class Collector:
+    items = None
+    errors = []
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self.errors.append([report.nodeid, str(report.longreprtext)[-{ERROR_TEXT_CHARS}:]])
+
+    def pytest_collection_finish(self, session):
+        self.items = [item.nodeid for item in session.items]
+
+
+collector = Collector()
+code = pytest.main(
+    ["-c", ini, "--rootdir", TREE, "--confcutdir", TREE, "-p", "no:cacheprovider",
+     "-p", "_hypothesis_pytestplugin", "--basetemp", os.path.join(tmp, "pw-basetemp"),
+     "--collect-only", "-q", "--no-header", *files],
+    plugins=[collector],
+)
+channel.write(json.dumps({{{CHANNEL_KEY!r}: collector.items, "errors": collector.errors,
+                          "exit_code": int(code)}}) + "\\n")
+channel.close()
+sys.exit(int(code))
+"""
+
+
+@dataclass(frozen=True)
+class Collected:
+    """What ``pytest --collect-only`` found in a tree."""
+
+    node_ids: list[str] | None
+    """Every collected node id; None when the channel said nothing (the process died)."""
+    errors: list[tuple[str, str]]
+    """(collector node id, the end of its error text) for each collection error."""
+    process: ProcessResult
+
+
+def collect_tests(
+    tree: Path,
+    files: Sequence[str],
+    config: SandboxConfig,
+    *,
+    layout: ImportLayout,
+    contract_paths: Sequence[str] = (),
+    limits: Limits | None = None,
+) -> Collected:
+    """Collect the tests in ``files`` (tree-relative) of ``tree``, mounted read-only."""
+    read_end, write_end = os.pipe()
+    os.set_inheritable(write_end, True)
+    collected = bytearray()
+
+    def drain() -> None:
+        with os.fdopen(read_end, "rb", buffering=0) as pipe:
+            while block := pipe.read(65536):
+                if len(collected) + len(block) <= CHANNEL_MAX_BYTES:
+                    collected.extend(block)
+
+    reader = threading.Thread(target=drain, name="patchwarden-collect", daemon=True)
+    reader.start()
+    try:
+        spec = LaunchSpec(
+            argv=[
+                python_runtime(config).executable,
+                "-s",
+                "-P",
+                "-",
+                str(write_end),
+                json.dumps(layout.to_json()),
+                *files,
+            ],
+            tree=tree,
+            tree_writable=False,
+            contract_paths=contract_paths,
+            env={"PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+            pass_fds=(write_end,),
+            limits=limits,
+            stdin=COLLECT_PROGRAM.encode(),
+        )
+        process = launch(spec, config)
+    finally:
+        os.close(write_end)
+        reader.join()
+    return _parse(bytes(collected), process)
+
+
+def _parse(raw: bytes, process: ProcessResult) -> Collected:
+    lines = raw.decode("utf-8", "replace").splitlines()
+    message: object = None
+    if len(lines) == 1:
+        try:
+            message = json.loads(lines[0])
+        except json.JSONDecodeError:
+            message = None
+    if not isinstance(message, dict):
+        return Collected(node_ids=None, errors=[], process=process)
+    found = message.get(CHANNEL_KEY)
+    node_ids = found if isinstance(found, list) and all(isinstance(n, str) for n in found) else None
+    errors = [
+        (str(e[0]), str(e[1]))
+        for e in message.get("errors", [])
+        if isinstance(e, list) and len(e) == 2
+    ]
+    return Collected(node_ids=node_ids, errors=errors, process=process)

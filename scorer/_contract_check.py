@@ -1,0 +1,272 @@
+"""Does the contract fit the base? ``contract check`` and serve's start-up check.
+
+Two steps, both on a clean checkout of the base in the scorer's state directory, sandboxed,
+with the trusted runner's profile and the import layout ``score`` will use:
+
+1. **Collection** (``require_test_ids``): every property's test id must name collected tests
+   on the base, exactly as the runner matches them (the node id, or its parametrized cases).
+   A missing id (a typo, a file that does not collect) or one that names several tests (a
+   class or a module) is an error naming the property, the contract's file:line and the id,
+   instead of a ``NotRun`` on both sides and a ``uniform_fail`` reject later.
+2. **The schedule on the base** (``check_contract``): every seed, as the parent side of a
+   verdict will run it, so the operator sees which properties fail there (the task), with
+   which witness class, and which pass on every seed (a patch would have nothing to clear).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchwarden._documents import line_of
+from patchwarden.sandbox import (
+    ImportLayout,
+    PropertyRun,
+    PropertyTarget,
+    SandboxConfig,
+    collect_tests,
+    file_at,
+    layout_for,
+    require_sandbox,
+    resolve_commit,
+    run_properties,
+)
+
+from ._checkout import clean_checkout, read_contract_at, scorer_clone
+from ._config import ScorerConfig
+from ._contract import Contract, manifest_fixtures
+from ._errors import ContractError
+from ._score import RunProgress
+from .checks import remove_bytecode
+
+SHOWN_TESTS = 3
+"""How many of the tests an ambiguous id selects are named in its error."""
+
+
+@dataclass(frozen=True)
+class TestIdCheck:
+    """One property's test id against what the base collects."""
+
+    __test__ = False  # not a pytest test class
+
+    prop: str
+    test: str
+    where: str
+    """The contract's file:line of the property's ``test``."""
+    cases: int
+    """Collected tests the runner will map to the property (1, or its parametrized cases)."""
+    problem: str
+    """Why the id cannot be used (empty when it can)."""
+
+
+@dataclass(frozen=True)
+class ContractCheck:
+    """What ``contract check`` found on the base."""
+
+    base: str
+    layout: ImportLayout
+    ids: list[TestIdCheck]
+    collection_errors: list[tuple[str, str]]
+    runs: dict[int, PropertyRun]
+    """Seed -> the base's run, in schedule order."""
+
+    def always_passing(self) -> list[str]:
+        """Properties that pass on every seed of the base: nothing for a patch to clear."""
+        props = [c.prop for c in self.ids]
+        return [
+            prop
+            for prop in props
+            if all(
+                any(r.prop == prop and r.status == "pass" for r in run.records)
+                for run in self.runs.values()
+            )
+        ]
+
+
+def match_test_id(
+    test: str, collected: Sequence[str], files: Sequence[str], errors: Sequence[tuple[str, str]]
+) -> tuple[int, str]:
+    """(matching collected tests, problem) for one id, by the runner's rule: the node id
+    itself or its parametrized cases (``id[...]``)."""
+    exact = [n for n in collected if n == test or n.startswith(f"{test}[")]
+    if exact:
+        return len(exact), ""
+    path = test.split("::", 1)[0]
+    if path not in files:
+        return 0, f"its file {path} does not exist on the base"
+    broken = [text for node, text in errors if node == path or path.startswith(f"{node}/")]
+    if broken:
+        lines = [line.strip() for line in broken[0].splitlines() if line.strip()]
+        last = lines[-1] if lines else "collection error"
+        hint = ""
+        if "ModuleNotFoundError" in last or "ImportError" in last:
+            hint = (
+                " (a dependency: `patchwarden env build` and sandbox.python; the project's own "
+                "code: check its layout or set sandbox.import_roots)"
+            )
+        return 0, f"its file does not collect: {last}{hint}"
+    under = [n for n in collected if n.startswith(f"{test}::")]
+    if under:
+        shown = ", ".join(under[:SHOWN_TESTS]) + (", ..." if len(under) > SHOWN_TESTS else "")
+        return 0, f"selects {len(under)} tests, not one ({shown}); name one test"
+    close = difflib.get_close_matches(test, collected, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return 0, f"is not collected on the base{hint}"
+
+
+def _contract_text(repo: Path, sha: str, contract_arg: str, contract_file: str | None) -> str:
+    if contract_file is not None:
+        data = file_at(repo, sha, contract_file) or b""
+    else:
+        data = Path(contract_arg).read_bytes()
+    return data.decode("utf-8", "replace")
+
+
+def _check_ids(
+    tree: Path,
+    contract: Contract,
+    contract_text: str,
+    contract_where: str,
+    sandbox_config: SandboxConfig,
+    contract_paths: Sequence[str],
+    layout: ImportLayout,
+    config: ScorerConfig,
+) -> tuple[list[TestIdCheck], list[tuple[str, str]]]:
+    files = sorted({p.test.split("::", 1)[0] for p in contract.properties})
+    present = [f for f in files if (tree / f).is_file() and not (tree / f).is_symlink()]
+    collected = collect_tests(
+        tree,
+        present,
+        sandbox_config,
+        layout=layout,
+        contract_paths=contract_paths,
+        limits=config.run_limits,
+    )
+    if present and collected.node_ids is None:
+        process = collected.process
+        tail = (process.stderr or process.stdout).strip().splitlines()
+        raise ContractError(
+            "collecting the property tests on the base did not finish (exit "
+            f"{process.exit_code}): {tail[-1] if tail else 'no output'}",
+            where=contract_where,
+        )
+    checks = []
+    for index, prop in enumerate(contract.properties):
+        cases, problem = match_test_id(
+            prop.test, collected.node_ids or [], present, collected.errors
+        )
+        line = line_of(contract_text, ("properties", index, "test"))
+        checks.append(
+            TestIdCheck(
+                prop=prop.id,
+                test=prop.test,
+                where=f"{contract_where}:{line}" if line else contract_where,
+                cases=cases,
+                problem=problem,
+            )
+        )
+    return checks, collected.errors
+
+
+def id_problems(checks: Sequence[TestIdCheck]) -> ContractError | None:
+    """One error for every id that cannot be used: the first in full, the rest named."""
+    bad = [c for c in checks if c.problem]
+    if not bad:
+        return None
+    first = bad[0]
+    more = f" (and {len(bad) - 1} more: {', '.join(c.prop for c in bad[1:])})" if bad[1:] else ""
+    return ContractError(
+        f"property {first.prop}: test id {first.test} {first.problem}{more}", where=first.where
+    )
+
+
+def check_contract(
+    repo: Path,
+    base: str,
+    contract_arg: str,
+    config: ScorerConfig,
+    sandbox_config: SandboxConfig,
+    *,
+    run_schedule: bool = True,
+    on_run: RunProgress | None = None,
+) -> ContractCheck:
+    """Collect every property's test id on ``base``; raise ContractError if one cannot be
+    used; then (``run_schedule``) run every seed on the base, calling ``on_run(done, total,
+    "base seed S")`` as each run ends."""
+    require_sandbox(sandbox_config)
+    base_sha = resolve_commit(repo, base)
+    contract, contract_file = read_contract_at(repo, base_sha, contract_arg)
+    if not contract.properties:
+        raise ContractError("the contract lists no properties", where=contract_arg)
+    contract_where = contract_file or contract_arg
+    text = _contract_text(repo, base_sha, contract_arg, contract_file)
+    clone = scorer_clone(repo, [base_sha], config)
+    with clean_checkout(clone, base_sha, config) as tree:
+        remove_bytecode(tree)
+        contract_paths = contract.contract_paths(
+            contract_file, fixtures=manifest_fixtures(tree, contract)
+        )
+        layout = layout_for(tree, sandbox_config, start=contract.tests_dir())
+        ids, errors = _check_ids(
+            tree, contract, text, contract_where, sandbox_config, contract_paths, layout, config
+        )
+        problem = id_problems(ids)
+        if problem is not None:
+            raise problem
+        runs: dict[int, PropertyRun] = {}
+        if run_schedule:
+            runs = _run_base(tree, contract, sandbox_config, config, contract_paths, layout, on_run)
+    return ContractCheck(
+        base=base_sha,
+        layout=layout,
+        ids=ids,
+        collection_errors=errors,
+        runs={seed: runs[seed] for seed in contract.seeds if seed in runs},
+    )
+
+
+def require_test_ids(
+    repo: Path,
+    base: str,
+    contract_arg: str,
+    config: ScorerConfig,
+    sandbox_config: SandboxConfig,
+) -> None:
+    """The collection step alone (serve's start-up): raise unless every id can be used."""
+    check_contract(repo, base, contract_arg, config, sandbox_config, run_schedule=False)
+
+
+def _run_base(
+    tree: Path,
+    contract: Contract,
+    sandbox_config: SandboxConfig,
+    config: ScorerConfig,
+    contract_paths: Sequence[str],
+    layout: ImportLayout,
+    on_run: RunProgress | None,
+) -> dict[int, PropertyRun]:
+    targets = [PropertyTarget(prop=p.id, node_id=p.test) for p in contract.properties]
+    runs: dict[int, PropertyRun] = {}
+    with ThreadPoolExecutor(max_workers=min(config.worker_count(), len(contract.seeds))) as pool:
+        futures = {
+            pool.submit(
+                run_properties,
+                tree,
+                targets,
+                seed,
+                sandbox_config,
+                contract_paths=contract_paths,
+                limits=config.run_limits,
+                layout=layout,
+            ): seed
+            for seed in contract.seeds
+        }
+        for future in as_completed(futures):
+            seed = futures[future]
+            runs[seed] = future.result()
+            if on_run is not None:
+                on_run(len(runs), len(futures), f"base seed {seed}")
+    return runs

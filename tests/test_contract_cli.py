@@ -1,0 +1,226 @@
+"""``contract check`` and ``contract init``; serve refuses a contract whose test ids do not
+exist. Real git repositories, bubblewrap and pytest, through the console script."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from patchwarden.scorer import contract_skeleton, match_test_id, parse_contract
+from tests._git_repos import commit, init_repo, operator_config, patchwarden
+from tests.conftest import CONTRACT
+
+MODULE = "def double(n):\n    return n * 2 if n < 5 else n * 2 + 1  # the bug\n"
+PROPERTY = """\
+from hypothesis import given, strategies as st
+
+from mathlib import double
+
+
+@given(st.integers(min_value=0, max_value=9))
+def test_double_is_even(n):
+    assert double(n) % 2 == 0
+
+
+def test_always_true():
+    assert double(1) == 2
+"""
+NODE = "tests/properties/test_double.py::test_double_is_even"
+TYPO = "tests/properties/test_double.py::test_double_is_evn"
+
+
+def _contract(test: str) -> str:
+    return (
+        "contract_version: 1\n"
+        "seeds: [11, 29]\n"
+        "spec_paths: [tests/properties]\n"
+        "properties:\n"
+        "  - id: prop.always_true\n"
+        '    test: "tests/properties/test_double.py::test_always_true"\n'
+        "  - id: prop.double_is_even\n"
+        '    oracle: "double(n) is even"\n'
+        f'    test: "{test}"\n'
+    )
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """A flat project with a bug, a good contract (tag good) and a misspelt one (tag typo)."""
+    root = tmp_path_factory.mktemp("contractcli")
+    repo = init_repo(root / "repo")
+    commit(
+        repo,
+        {
+            "mathlib.py": MODULE,
+            "tests/properties/test_double.py": PROPERTY,
+            CONTRACT: _contract(NODE),
+        },
+        "a bug and its property",
+    )
+    repo.create_tag("good")
+    commit(repo, {CONTRACT: _contract(TYPO)}, "a typo in the contract")
+    repo.create_tag("typo")
+    config = operator_config(root / "config.yaml", state=root / "state", logs=root / "logs")
+    env = {**os.environ, "XDG_STATE_HOME": str(root / "xdg")}
+    return {"repo": root / "repo", "config": config, "env": env}
+
+
+def _run(small: dict[str, object], *args: str) -> subprocess.CompletedProcess[str]:
+    return patchwarden(*args, "--config", str(small["config"]), env=small["env"])  # type: ignore[arg-type]
+
+
+@pytest.mark.bwrap
+def test_check_prints_property_by_seed_and_warns_about_always_passing(
+    small: dict[str, object],
+) -> None:
+    proc = _run(small, "contract", "check", "--repo", str(small["repo"]), "--base", "good")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].endswith(": 2 properties, seeds 11 29")
+    assert lines[1] == "import roots: . (the tree)"
+    assert "prop.always_true, prop.double_is_even collected on the base" in proc.stdout
+    header = next(line for line in lines if line.startswith("property"))
+    assert header.split() == ["property", "seed", "11", "seed", "29"]
+    always = next(line for line in lines if line.startswith("prop.always_true "))
+    assert always.split() == ["prop.always_true", "pass", "pass"]
+    even = next(line for line in lines if line.startswith("prop.double_is_even "))
+    assert even.count("fail: AssertionError at tests/properties/test_double.py:8") == 2
+    assert (
+        "warning: prop.always_true passes on every seed of the base: a patch has nothing to "
+        "clear" in proc.stdout
+    )
+    assert "warning: prop.double_is_even" not in proc.stdout
+    assert proc.stderr == ""  # not a terminal: no progress line
+
+
+@pytest.mark.bwrap
+def test_a_terminal_gets_a_live_progress_line(small: dict[str, object]) -> None:
+    """stderr a terminal: one line redrawn with the runs done of the total and the last seed
+    (the test above shows a pipe gets nothing)."""
+    primary, secondary = pty.openpty()
+    try:
+        proc = subprocess.run(
+            ["patchwarden", "contract", "check", "--repo", str(small["repo"]), "--base", "good",
+             "--config", str(small["config"])],
+            stdout=subprocess.PIPE,
+            stderr=secondary,
+            text=True,
+            env={**small["env"], "COLUMNS": "120"},  # type: ignore[dict-item]
+            timeout=300,
+            check=False,
+        )  # fmt: skip
+        os.close(secondary)
+        drawn = b""
+        while select.select([primary], [], [], 0.5)[0]:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:  # the terminal is gone once the child has closed it
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        os.close(primary)
+    assert proc.returncode == 0, proc.stdout
+    text = drawn.decode("utf-8", "replace")
+    assert "contract check" in text and "2/2" in text, text
+    assert "base seed" in text
+
+
+@pytest.mark.bwrap
+def test_a_misspelt_id_is_refused_by_check_and_by_serve(small: dict[str, object]) -> None:
+    expected = (
+        f"patchwarden: error: {CONTRACT}:9: property prop.double_is_even: test id {TYPO} is "
+        f"not collected on the base (did you mean {NODE}?)\n"
+    )
+    proc = _run(small, "contract", "check", "--repo", str(small["repo"]), "--base", "typo")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", expected)
+    serve = subprocess.run(
+        [
+            "patchwarden",
+            "serve",
+            "--config",
+            str(small["config"]),
+            "--repo",
+            str(small["repo"]),
+            "--base",
+            "typo",
+        ],
+        capture_output=True,
+        text=True,
+        env=small["env"],  # type: ignore[arg-type]
+        stdin=subprocess.DEVNULL,
+        timeout=300,
+        check=False,
+    )
+    assert (serve.returncode, serve.stdout, serve.stderr) == (2, "", expected)
+
+
+COLLECTED = [
+    "t/test_a.py::test_one",
+    "t/test_a.py::test_param[1]",
+    "t/test_a.py::test_param[2]",
+    "t/test_a.py::TestK::test_x",
+    "t/test_a.py::TestK::test_y",
+]
+
+
+@pytest.mark.parametrize(
+    ("test", "cases", "problem"),
+    [
+        ("t/test_a.py::test_one", 1, ""),
+        ("t/test_a.py::test_param", 2, ""),
+        ("t/test_a.py::test_param[2]", 1, ""),
+        ("t/test_a.py::TestK", 0, "selects 2 tests, not one"),
+        (
+            "t/test_a.py::test_onr",
+            0,
+            "not collected on the base (did you mean t/test_a.py::test_one?)",
+        ),
+        ("t/test_b.py::test_one", 0, "its file t/test_b.py does not exist on the base"),
+        ("t/test_c.py::test_x", 0, "its file does not collect: E   ModuleNotFoundError: No module"),
+    ],
+)
+def test_ids_match_as_the_runner_maps_them(test: str, cases: int, problem: str) -> None:
+    files = ["t/test_a.py", "t/test_c.py"]
+    errors = [("t/test_c.py", "Traceback...\nE   ModuleNotFoundError: No module named 'dep'")]
+    got_cases, got_problem = match_test_id(test, COLLECTED, files, errors)
+    assert got_cases == cases
+    assert problem in got_problem and bool(problem) == bool(got_problem)
+
+
+def test_init_writes_a_skeleton_that_loads_and_never_overwrites(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    commit(repo, {"tests/test_p.py": "def test_total(): pass\n"}, "tests")
+    root = str(tmp_path / "repo")
+    proc = patchwarden("contract", "init", "--repo", root, "--test", "tests/test_p.py::test_total")
+    assert proc.returncode == 0, proc.stderr
+    written = (tmp_path / "repo" / CONTRACT).read_text()
+    assert written == contract_skeleton(["tests/test_p.py::test_total"])
+    contract = parse_contract(written, CONTRACT)
+    assert [(p.id, p.test) for p in contract.properties] == [
+        ("prop.total", "tests/test_p.py::test_total")
+    ]
+    assert contract.seeds == [11, 29, 47] and contract.spec_paths == ["tests/test_p.py"]
+    assert "# TODO: what must hold" in written
+    again = patchwarden("contract", "init", "--repo", root, "--test", "tests/test_p.py::test_x")
+    assert again.returncode == 2
+    assert again.stderr == (
+        f"patchwarden: error: {tmp_path / 'repo' / CONTRACT}: already exists; not overwritten\n"
+    )
+    assert (tmp_path / "repo" / CONTRACT).read_text() == written
+    bad = patchwarden("contract", "init", "--repo", root, "--contract", "c2.yaml", "--test", "x")
+    assert bad.returncode == 2 and "relative pytest node id 'path::name'" in bad.stderr
+    assert not (tmp_path / "repo" / "c2.yaml").exists()
+    missing = patchwarden(
+        "contract", "init", "--repo", root, "--contract", "c3.yaml", "--test", "nope.py::t"
+    )
+    assert missing.returncode == 0
+    assert "warning: nope.py does not exist yet" in missing.stderr
+    assert json.dumps("nope.py::t") in (tmp_path / "repo" / "c3.yaml").read_text()
