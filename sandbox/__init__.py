@@ -9,7 +9,8 @@ from __future__ import annotations
 from ._argv import NONE_BACKEND_WARNING, TREE_MOUNT, LaunchSpec, build_bwrap_argv
 from ._collect import Collected, collect_tests
 from ._config import Limits, SandboxConfig, describe_validation_error, parse_sandbox_config
-from ._doctor import DoctorCheck, check_sandbox, require_sandbox
+from ._doctor import DoctorCheck, check_interpreter, check_sandbox, require_sandbox
+from ._env import BuiltEnv, Declarations, build_env, read_declarations
 from ._errors import ConfigError, GitError, InputError, PatchwardenError, RunTimeout, SandboxError
 from ._git import (
     HOOKLESS,
@@ -52,8 +53,10 @@ __all__ = [
     "NONE_BACKEND_WARNING",
     "TREE_MOUNT",
     "AgentRun",
+    "BuiltEnv",
     "Collected",
     "ConfigError",
+    "Declarations",
     "DiffEntry",
     "DoctorCheck",
     "GitError",
@@ -72,8 +75,10 @@ __all__ = [
     "TestOutcome",
     "blob_id_at",
     "build_bwrap_argv",
+    "build_env",
     "bundle_commits",
     "changed_paths",
+    "check_interpreter",
     "check_sandbox",
     "collect_tests",
     "describe_validation_error",
@@ -94,6 +99,7 @@ __all__ = [
     "parse_sandbox_config",
     "prepare_writable_tree",
     "python_runtime",
+    "read_declarations",
     "repo_root",
     "require_sandbox",
     "resolve_commit",

@@ -7,18 +7,20 @@ calls it first, and a positive answer is remembered for the life of the process.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ._argv import LaunchSpec, drops_privileges
 from ._config import SandboxConfig
+from ._env import FIND_COPIES, RUNNER_SUPPORTS
 from ._errors import PatchwardenError, SandboxError
 from ._launch import run_unchecked
 from ._runtime import python_runtime
@@ -198,6 +200,76 @@ def _check_python_inside(config: SandboxConfig) -> DoctorCheck:
         False,
         f"{runtime.executable} does not start in the sandbox: {_first_line(result)}",
         "set sandbox.python to an interpreter whose installation the sandbox uid can read",
+    )
+
+
+_MACHINERY_PROBE = (
+    "import json, pytest, hypothesis; "
+    "print(json.dumps({'pytest': pytest.__version__, 'hypothesis': hypothesis.__version__}))"
+)
+
+
+def check_interpreter(
+    config: SandboxConfig, project_packages: Sequence[str] | None = None
+) -> list[DoctorCheck]:
+    """What the configured interpreter holds, seen inside the sandbox: pytest and Hypothesis at
+    versions the runner supports, and (given the project's packages) no copy of the project,
+    which would be measured instead of the tree if the tree were not first on sys.path."""
+    runtime = python_runtime(config)
+    checks = [_check_machinery(config, runtime.executable)]
+    if project_packages is not None:
+        checks.append(_check_no_project_copy(config, runtime.executable, project_packages))
+    return checks
+
+
+def _check_machinery(config: SandboxConfig, python: str) -> DoctorCheck:
+    result = _probe([python, "-I", "-c", _MACHINERY_PROBE], config)
+    fix = (
+        "build an env with `patchwarden env build` and set sandbox.python to the interpreter "
+        "it prints"
+    )
+    try:
+        versions = json.loads(result.stdout)
+    except ValueError:
+        return DoctorCheck(
+            "test machinery", False, f"{python} cannot import pytest and hypothesis: "
+            f"{_first_line(result)}", fix
+        )  # fmt: skip
+    wrong = [
+        f"{name} {versions[name]} (the runner supports {supported})"
+        for name, supported in RUNNER_SUPPORTS.items()
+        if versions.get(name) not in supported
+    ]
+    if wrong:
+        return DoctorCheck("test machinery", False, f"{python} has " + ", ".join(wrong), fix)
+    shown = ", ".join(f"{name} {versions[name]}" for name in RUNNER_SUPPORTS)
+    return DoctorCheck("test machinery", True, shown)
+
+
+def _check_no_project_copy(
+    config: SandboxConfig, python: str, packages: Sequence[str]
+) -> DoctorCheck:
+    if not packages:
+        return DoctorCheck("no copy of the project", True, "the project names no packages")
+    result = _probe([python, "-I", "-c", FIND_COPIES, *packages], config)
+    try:
+        found = json.loads(result.stdout)["found"]
+    except (ValueError, KeyError, TypeError):
+        return DoctorCheck(
+            "no copy of the project", False, f"cannot ask {python}: {_first_line(result)}", ""
+        )
+    if found:
+        copies = ", ".join(f"{name} at {where}" for name, where in sorted(found.items()))
+        return DoctorCheck(
+            "no copy of the project",
+            False,
+            f"{python} holds its own copy of the project's code: {copies}",
+            "build an env that does not (`patchwarden env build --repo R`) and set "
+            "sandbox.python to it; until then the tree comes first on sys.path and a run "
+            "that imports this copy fails closed",
+        )
+    return DoctorCheck(
+        "no copy of the project", True, f"none of {', '.join(packages)} outside the tree"
     )
 
 

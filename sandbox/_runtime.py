@@ -94,6 +94,32 @@ def _probe_runtime(interpreter: str) -> PythonRuntime:
     )
 
 
+_IDENTITY_PROBE = (
+    "import json, sys; print(json.dumps({'version': sys.version, 'implementation': "
+    "sys.implementation.name, 'base_prefix': sys.base_prefix}))"
+)
+
+
+@functools.cache
+def python_identity(interpreter: str) -> dict[str, str]:
+    """Which Python ``interpreter`` is (version, implementation, installation): what a venv
+    built from it depends on."""
+    try:
+        completed = subprocess.run(
+            [interpreter, "-I", "-c", _IDENTITY_PROBE],
+            capture_output=True,
+            text=True,
+            timeout=RUNTIME_PROBE_TIMEOUT_S,
+            check=True,
+        )
+        identity = json.loads(completed.stdout)
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        raise ConfigError(
+            f"python: {interpreter} did not say what it is ({exc})", where=interpreter
+        ) from None
+    return {str(k): str(v) for k, v in identity.items()}
+
+
 def _runtime_mounts(candidates: Iterable[str]) -> tuple[str, ...]:
     """Existing, safe candidates, without those already inside another one or inside /usr."""
     kept: list[Path] = []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._batch import BatchRequest, BatchResult, in_flight, read_requests, score_batch
-from ._checkout import read_contract_at, read_only_paths_at, working_tree
+from ._checkout import envs_dir, read_contract_at, read_only_paths_at, working_tree
 from ._config import ScorerConfig
 from ._contract import (
     DEFAULT_CONTRACT_PATH,
@@ -142,6 +142,7 @@ __all__ = [
     "decide",
     "decide_property",
     "dump_rows",
+    "envs_dir",
     "expire_tickets",
     "find_suspicious",
     "freeze_check",

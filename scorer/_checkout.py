@@ -51,6 +51,11 @@ def state_dir(config: ScorerConfig) -> Path:
     return state
 
 
+def envs_dir(config: ScorerConfig) -> Path:
+    """Where ``env build`` keeps the projects' environments (inside the state directory)."""
+    return state_dir(config) / "envs"
+
+
 def repo_key(repo: Path) -> str:
     """A short stable name for a repository in the state directory."""
     return hash_json(str(repo.resolve()))[7:23]

@@ -10,6 +10,7 @@
     _view       view
     _setup      doctor, config check|schema
     _contract   contract check|init
+    _env        env build
 
 Every command runs through :func:`._base.run_guarded`: our errors are one line and
 exit 2, anything unexpected exits 70 with the traceback in a file (docs/design/errors.md).
@@ -22,6 +23,7 @@ import click
 from . import (
     _batch,
     _contract,
+    _env,
     _fixtures,
     _freeze,
     _gate,
@@ -55,6 +57,7 @@ for command in (
     _setup.doctor_cmd,
     _setup.config_group,
     _contract.contract_group,
+    _env.env_group,
 ):
     cli.add_command(command)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from patchwarden.sandbox import check_sandbox
+from patchwarden.sandbox import check_interpreter, check_sandbox, detect_layout, repo_root
 
 from ..config import config_schema, load_config
 from ._base import EXIT_ACCEPT, EXIT_REJECT, OneLineCommand, OneLineGroup, config_option
@@ -16,10 +16,23 @@ from ._base import EXIT_ACCEPT, EXIT_REJECT, OneLineCommand, OneLineGroup, confi
 
 @click.command("doctor", cls=OneLineCommand)
 @config_option
-def doctor_cmd(config_path: Path | None) -> None:
-    """Check that the sandbox works on this machine, and say what to change if not."""
+@click.option(
+    "--repo",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Also check that the interpreter holds no copy of this project's packages "
+    "(default: agent.repo of --config, if given).",
+)
+def doctor_cmd(config_path: Path | None, repo: Path | None) -> None:
+    """Check that the sandbox works on this machine and what the configured interpreter holds
+    (pytest and Hypothesis the runner supports; no copy of the project), and say what to
+    change if not."""
     config = load_config(config_path)
     checks = check_sandbox(config.sandbox)
+    if all(c.ok for c in checks):
+        if repo is None and config_path is not None:
+            repo = Path(config.agent.repo)
+        packages = detect_layout(repo_root(repo)).packages if repo is not None else None
+        checks += check_interpreter(config.sandbox, packages)
     for check in checks:
         mark = "ok  " if check.ok else "FAIL"
         click.echo(f"{mark} {check.name}: {check.detail}")
