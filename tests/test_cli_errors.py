@@ -59,6 +59,9 @@ def _argv(command: tuple[str, ...], repo: Path, tmp: Path) -> list[str] | None:
                                 "--oracle", "tests/properties/test_orders.py"],
         ("freeze", "check"): ["--repo", str(repo)],
         ("serve",): ["--repo", str(repo), "--base", "base", "--log-dir", str(tmp / "logs")],
+        ("contract", "check"): ["--repo", str(repo), "--base", "base"],
+        ("contract", "init"): ["--repo", str(repo), "--test", "tests/t.py::t"],
+        ("env", "build"): ["--repo", str(repo)],
     }  # fmt: skip
     if command not in table:
         return None
@@ -95,8 +98,8 @@ def test_every_git_command_fails_in_one_line_with_exit_2(
     repo = broken_repos[kind]
     for command in _leaves(cli):
         argv = _argv(command, repo, tmp_path)
-        if argv is None or (kind == "gutted" and command[0] == "fixtures"):
-            continue  # fixtures read the working tree, which a gutted repository still has
+        if argv is None or (kind == "gutted" and command[0] in ("fixtures", "env")):
+            continue  # they read the working tree, which a gutted repository still has
         # A real process: exit codes and stderr exactly as a script sees them.
         done = subprocess.run(
             [sys.executable, "-P", "-m", "patchwarden", *argv],

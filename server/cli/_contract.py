@@ -152,6 +152,8 @@ def init_cmd(repo: Path, tests: tuple[str, ...], contract: str) -> None:
     if rel.is_absolute() or ".." in rel.parts:
         raise ContractError("the contract must be a path inside the repository", where=contract)
     target = root / rel
+    if os.path.lexists(target):
+        raise ContractError("already exists; not overwritten", where=str(target))
     for test in tests:
         path = test.split("::", 1)[0]
         if not (root / path).is_file():
