@@ -29,6 +29,7 @@ import git
 
 from patchwarden.sandbox import (
     ImportLayout,
+    PropertyRecord,
     PropertyRun,
     PropertyTarget,
     SandboxConfig,
@@ -188,10 +189,15 @@ def _foreign_code(runs: dict[tuple[str, int], PropertyRun]) -> list[str]:
     found: dict[str, None] = {}
     for (name, _seed), run in sorted(runs.items()):
         for record in run.records:
-            parts = record.witness.split("|", 2)
-            if len(parts) == 3 and parts[1] == FOREIGN_MODULE:
-                found.setdefault(f"{name}: project code loaded from outside the tree: {parts[2]}")
+            if _foreign(record):
+                detail = record.witness.split("|", 2)[2]
+                found.setdefault(f"{name}: project code loaded from outside the tree: {detail}")
     return list(found)
+
+
+def _foreign(record: PropertyRecord) -> bool:
+    parts = record.witness.split("|", 2)
+    return len(parts) == 3 and parts[1] == FOREIGN_MODULE
 
 
 def _runtime_tampering(runs: dict[tuple[str, int], PropertyRun]) -> list[str]:
@@ -206,8 +212,11 @@ def _runtime_tampering(runs: dict[tuple[str, int], PropertyRun]) -> list[str]:
     for (name, seed), run in runs.items():
         if name != "patch":
             continue
-        parent = {r.prop: r.settings for r in runs[("parent", seed)].records}
+        # A property stopped for provenance never ran: it has no settings to compare.
+        parent = {r.prop: r.settings for r in runs[("parent", seed)].records if not _foreign(r)}
         for record in run.records:
+            if _foreign(record):
+                continue
             if record.prop in parent and record.settings != parent[record.prop]:
                 found.append(
                     f"Hypothesis settings of {record.prop} differ from the parent's "
