@@ -7,7 +7,9 @@ project's import layout, and returns every collected node id and every collectio
 ``contract check`` and ``serve`` use it to find a property whose test id does not exist
 before any verdict depends on it. The program comes on stdin and imports the test machinery
 before the tree is on sys.path, like the reporter (docs/design/runner.md); its result travels
-through a pipe the caller opened, never through stdout.
+through a pipe the caller opened, never through stdout. It puts the tree's import roots on
+sys.path exactly as the reporter's ``_tree_paths`` does (a program read from stdin can import
+nothing of ours, so the few lines are repeated; tests/test_layout.py runs both).
 """
 
 from __future__ import annotations

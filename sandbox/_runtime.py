@@ -15,6 +15,7 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ._config import SandboxConfig
 from ._errors import ConfigError
@@ -60,12 +61,15 @@ def python_runtime(config: SandboxConfig) -> PythonRuntime:
 
 _RUNTIME_PROBE = (
     "import json, sys; print(json.dumps({'executable': sys.executable, 'prefixes': "
-    "[sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix], 'path': sys.path}))"
+    "[sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix], 'path': sys.path, "
+    "'identity': {'version': sys.version, 'implementation': sys.implementation.name, "
+    "'base_prefix': sys.base_prefix}}))"
 )
 
 
 @functools.cache
-def _probe_runtime(interpreter: str) -> PythonRuntime:
+def _ask(interpreter: str) -> dict[str, Any]:
+    """What ``interpreter`` says about its installation (asked once per interpreter)."""
     # -I: ignore PYTHONPATH, the user site directory and the current directory, so we see the
     # installation itself and not whatever this process's environment adds.
     try:
@@ -81,6 +85,14 @@ def _probe_runtime(interpreter: str) -> PythonRuntime:
         raise ConfigError(
             f"python: {interpreter} did not report its installation ({exc})", where="sandbox"
         ) from None
+    if not isinstance(report, dict):
+        raise ConfigError(f"python: {interpreter} did not report its installation", where="sandbox")
+    return report
+
+
+@functools.cache
+def _probe_runtime(interpreter: str) -> PythonRuntime:
+    report = _ask(interpreter)
     executable = str(report["executable"])
     candidates = [
         *report["prefixes"],
@@ -94,30 +106,10 @@ def _probe_runtime(interpreter: str) -> PythonRuntime:
     )
 
 
-_IDENTITY_PROBE = (
-    "import json, sys; print(json.dumps({'version': sys.version, 'implementation': "
-    "sys.implementation.name, 'base_prefix': sys.base_prefix}))"
-)
-
-
-@functools.cache
 def python_identity(interpreter: str) -> dict[str, str]:
     """Which Python ``interpreter`` is (version, implementation, installation): what a venv
     built from it depends on."""
-    try:
-        completed = subprocess.run(
-            [interpreter, "-I", "-c", _IDENTITY_PROBE],
-            capture_output=True,
-            text=True,
-            timeout=RUNTIME_PROBE_TIMEOUT_S,
-            check=True,
-        )
-        identity = json.loads(completed.stdout)
-    except (OSError, subprocess.SubprocessError, ValueError) as exc:
-        raise ConfigError(
-            f"python: {interpreter} did not say what it is ({exc})", where=interpreter
-        ) from None
-    return {str(k): str(v) for k, v in identity.items()}
+    return {str(k): str(v) for k, v in _ask(interpreter)["identity"].items()}
 
 
 def _runtime_mounts(candidates: Iterable[str]) -> tuple[str, ...]:
