@@ -9,7 +9,7 @@ before any verdict depends on it. The program comes on stdin and imports the tes
 before the tree is on sys.path, like the reporter (docs/design/runner.md); its result travels
 through a pipe the caller opened, never through stdout. It puts the tree's import roots on
 sys.path exactly as the reporter's ``_tree_paths`` does (a program read from stdin can import
-nothing of ours, so the few lines are repeated; tests/test_layout.py runs both).
+nothing of ours, so the few lines are repeated; the adoption tests run both on src layouts).
 """
 
 from __future__ import annotations
