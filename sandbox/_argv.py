@@ -79,20 +79,32 @@ class LaunchSpec:
     """None: config.limits."""
     stdin: bytes | None = None
     """Bytes fed to the command's stdin; None: stdin is /dev/null."""
+    extra_ro_mounts: Sequence[tuple[Path, str]] = ()
+    """(host directory, absolute path inside) mounted read-only outside the tree, e.g. the
+    scorer's hidden canary properties; ignored by backend 'none'."""
 
 
 # --- the bubblewrap command line -------------------------------------------------------------
 
 
 def build_bwrap_argv(
-    spec: LaunchSpec, config: SandboxConfig, *, info_fd: int | None = None
+    spec: LaunchSpec,
+    config: SandboxConfig,
+    *,
+    info_fd: int | None = None,
+    seccomp_fd: int | None = None,
 ) -> list[str]:
-    """The full bubblewrap command for spec (pure apart from looking up files on the host)."""
+    """The full bubblewrap command for spec (pure apart from looking up files on the host).
+
+    seccomp_fd: a descriptor bubblewrap reads the seccomp program from (sandbox/_seccomp.py).
+    """
     tree = existing_tree(spec.tree)
     runtime = python_runtime(config)
     argv = [_host_tool("bwrap"), *_namespace_args(config), "--die-with-parent", "--new-session"]
     if info_fd is not None:
         argv += ["--info-fd", str(info_fd)]
+    if seccomp_fd is not None:
+        argv += ["--seccomp", str(seccomp_fd)]
     env = sandbox_env(spec, config, home=SANDBOX_HOME, tmpdir="/tmp", runtime=runtime)
     argv += ["--clearenv"]
     for name, value in env.items():
@@ -102,6 +114,7 @@ def build_bwrap_argv(
     argv += _operator_mount_args(config)
     argv += _tree_mount_args(spec, tree)
     argv += _hidden_path_args(config, tree)
+    argv += _extra_mount_args(spec)
     argv += ["--chdir", TREE_MOUNT, "--", *_uid_drop_args(config), *spec.argv]
     return argv
 
@@ -194,6 +207,15 @@ def _tree_mount_args(spec: LaunchSpec, tree: Path) -> list[str]:
             args += ["--ro-bind", str(tree / mount.relative), inside]
         elif spec.tree_writable:
             args += _empty_readonly_dir_args(inside)
+    return args
+
+
+def _extra_mount_args(spec: LaunchSpec) -> list[str]:
+    args: list[str] = []
+    for host, inside in spec.extra_ro_mounts:
+        if not PurePosixPath(inside).is_absolute() or is_within(Path(inside), Path(TREE_MOUNT)):
+            raise ValueError(f"extra mount {inside!r} must be absolute and outside {TREE_MOUNT}")
+        args += [*_parent_dir_args(inside), "--ro-bind", str(host), inside]
     return args
 
 

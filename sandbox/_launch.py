@@ -41,6 +41,7 @@ from ._argv import (
 from ._config import Limits, SandboxConfig
 from ._errors import SandboxError
 from ._runtime import SYSTEM_DIRS, python_runtime
+from ._seccomp import seccomp_program
 from ._supervise import Command, OutputCallback, ProcessResult, Supervisor, start_process
 
 
@@ -135,19 +136,21 @@ def _run_bubblewrap(
         stack.callback(_remove_empty_dirs, created)
         info_read, info_write = os.pipe()
         stack.callback(_close_quietly, info_read)
+        seccomp_read = _seccomp_pipe()
         try:
-            argv = build_bwrap_argv(spec, config, info_fd=info_write)
+            argv = build_bwrap_argv(spec, config, info_fd=info_write, seccomp_fd=seccomp_read)
             command = Command(
                 argv=argv,
                 shown_argv=tuple(spec.argv),
                 cwd=None,
                 env={"PATH": SYSTEM_PATH},
-                pass_fds=(*spec.pass_fds, info_write),
+                pass_fds=(*spec.pass_fds, info_write, seccomp_read),
                 info_fd=info_read,
             )
             process = start_process(command, limits, spec.stdin)
         finally:
             os.close(info_write)
+            os.close(seccomp_read)
         return Supervisor(process, command, limits, spec.stdin, cancel, on_output).run(
             config.backend
         )
@@ -245,6 +248,21 @@ def _remove_empty_dirs(created: list[Path]) -> None:
             # those directories are the command's now, and stay.
             if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):
                 raise
+
+
+def _seccomp_pipe() -> int:
+    """A pipe holding the seccomp program, for bubblewrap's ``--seccomp``; returns its read end.
+
+    The program is a few hundred bytes, far below a pipe's buffer, so writing it all before
+    bubblewrap starts cannot block.
+    """
+    program = seccomp_program()
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, program)
+    finally:
+        os.close(write_end)
+    return read_end
 
 
 def _close_quietly(fd: int) -> None:
