@@ -1,16 +1,18 @@
 """The trusted pytest runner: one sandboxed pytest process per tree and seed.
 
-Results travel only through the reporter's channel, a temporary file the
-runner opens outside the tree and hands to the process as a descriptor.
-The reporter writes one record per scheduled property and a sentinel last;
-a run without the sentinel is incomplete and its missing records stay
-missing (never a pass). See docs/design/runner.md.
+Results travel only through the reporter's channel, a pipe the runner reads
+outside the sandbox. In a scorer run every line on it is authenticated with
+the run's secret (sandbox/_channel.py): a run whose channel, exit status or
+hidden canaries are not exactly right is ``forged``, and keeps no record. A
+run without its end marker is incomplete and its missing records stay missing
+(never a pass). See docs/design/runner.md.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ._argv import LaunchSpec
+from ._channel import CANARY_DIR, RunSecret, canary_source, new_secret, verify_channel
 from ._config import Limits, SandboxConfig
 from ._launch import launch
 from ._layout import ImportLayout, detect_layout
@@ -57,10 +60,17 @@ class PropertyRun:
     """One per scheduled property that reported, in schedule (contract) order."""
     missing: list[str]
     complete: bool
-    """The reporter's sentinel arrived."""
+    """The reporter's authenticated end marker arrived, last and in sequence."""
     shadowed: list[str]
     problems: list[str]
     process: ProcessResult
+    forged: list[str] = field(default_factory=list)
+    """Why the channel cannot be believed (empty: authentic). Any line makes the run
+    `forged` on the scorecard, and none of its records is used."""
+    channel: str = ""
+    """The channel as it came back (for reviewers; a later run's key differs)."""
+    canaries: list[str] = field(default_factory=list)
+    """The run's hidden canary properties (ids), left out of `records`."""
 
 
 @dataclass(frozen=True)
@@ -114,14 +124,19 @@ def _run_reporter(
     layout: ImportLayout,
     cancel: threading.Event | None = None,
     on_output: Callable[[bytes], None] | None = None,
-) -> tuple[list[dict[str, Any]], list[str], ProcessResult]:
-    """Launch the reporter and return its channel's objects, problems, process.
+    secret: RunSecret | None = None,
+    extra_ro_mounts: Sequence[tuple[Path, str]] = (),
+) -> tuple[bytes, list[str], ProcessResult]:
+    """Launch the reporter and return its channel's bytes, problems, process.
 
     The channel is a pipe, not a file: what was written cannot be truncated or
     rewritten later (say by an atexit handler in product code), only added to.
+    With a secret, a second pipe carries it to the reporter and is closed here
+    before the process starts (see _secret_pipe).
     """
     read_end, write_end = os.pipe()
     os.set_inheritable(write_end, True)
+    secret_fd = _secret_pipe(secret) if secret is not None else None
     collected = bytearray()
     overflow = threading.Event()
 
@@ -149,6 +164,7 @@ def _run_reporter(
             str(seed),
             "--layout",
             json.dumps(layout.to_json()),
+            *(["--secret-fd", str(secret_fd)] if secret_fd is not None else []),
             *args,
         ]
         spec = LaunchSpec(
@@ -157,20 +173,43 @@ def _run_reporter(
             tree_writable=tree_writable,
             contract_paths=contract_paths,
             env=_base_env(seed),
-            pass_fds=(write_end,),
+            pass_fds=(write_end,) if secret_fd is None else (write_end, secret_fd),
             limits=limits,
             stdin=REPORTER_SOURCE.encode(),
+            extra_ro_mounts=extra_ro_mounts,
         )
         process = launch(spec, config, cancel=cancel, on_output=on_output)
     finally:
         # launch() returns only when every process of the run is gone, so with
         # our end closed the reader sees end-of-file.
         os.close(write_end)
+        if secret_fd is not None:
+            os.close(secret_fd)
         reader.join()
-    raw = bytes(collected)
-    objects, problems = [], []
+    problems = []
     if overflow.is_set():
         problems.append(f"channel held more than {CHANNEL_MAX_BYTES} bytes; the rest was dropped")
+    return bytes(collected), problems, process
+
+
+def _secret_pipe(secret: RunSecret) -> int:
+    """A pipe holding the run's secret, its write end already closed; returns the read end.
+
+    The secret is a few hundred bytes, far below a pipe's buffer: written whole before the
+    process starts, it is gone from the pipe once the reporter has read it.
+    """
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, secret.payload())
+    finally:
+        os.close(write_end)
+    os.set_inheritable(read_end, True)
+    return read_end
+
+
+def _plain_objects(raw: bytes) -> tuple[list[dict[str, Any]], list[str]]:
+    """Agent mode: one JSON object per line."""
+    objects, problems = [], []
     for number, line in enumerate(raw.decode("utf-8", "replace").splitlines(), start=1):
         try:
             obj = json.loads(line)
@@ -181,7 +220,7 @@ def _run_reporter(
             objects.append(obj)
         else:
             problems.append(f"channel line {number} is not an object")
-    return objects, problems, process
+    return objects, problems
 
 
 def _record(obj: Mapping[str, Any], seed: int) -> PropertyRecord | None:
@@ -209,39 +248,43 @@ def run_properties(
     limits: Limits | None = None,
     layout: ImportLayout | None = None,
 ) -> PropertyRun:
-    """Run every target for one seed in one sandboxed pytest process (read-only tree).
+    """Run every target for one seed in one sandboxed pytest process (read-only tree),
+    with the run's hidden canaries, and verify the authenticated channel.
 
     ``layout``: where the project's code is imported from; the scorer passes the parent's
     to both trees (None: read from ``tree``)."""
+    secret = new_secret()
     targets_json = json.dumps([[t.prop, t.node_id] for t in targets])
-    objects, problems, process = _run_reporter(
-        tree,
-        ["--mode", "scorer", "--targets", targets_json, "--"],
-        seed,
-        config,
-        contract_paths=contract_paths,
-        tree_writable=False,
-        limits=limits,
-        layout=layout if layout is not None else layout_for(tree, config),
-    )
-    sentinels = [o for o in objects if o.get(SENTINEL) is True]
-    complete = len(sentinels) == 1 and objects[-1] is sentinels[0]
-    if len(sentinels) > 1:
-        problems.append("more than one sentinel on the channel")
+    with tempfile.TemporaryDirectory(prefix="patchwarden-canary-") as canary_dir:
+        _write_canary(Path(canary_dir), secret)
+        raw, problems, process = _run_reporter(
+            tree,
+            ["--mode", "scorer", "--targets", targets_json, "--"],
+            seed,
+            config,
+            contract_paths=contract_paths,
+            tree_writable=False,
+            limits=limits,
+            layout=layout if layout is not None else layout_for(tree, config),
+            secret=secret,
+            extra_ro_mounts=[(Path(canary_dir), CANARY_DIR)],
+        )
+    reading = verify_channel(raw, secret, process.exit_code)
+    canaries = [c.prop for c in secret.canaries]
+    complete = not reading.forged
     if not complete:
-        # No sentinel, or something written after it: nothing on this channel
-        # can be trusted, so every record of the run stays missing.
-        problems.append("run incomplete: no sentinel as the last record; records discarded")
-    shadowed = sorted({str(s) for o in sentinels for s in o.get("shadowed", [])})
+        # Nothing on a channel that fails its checks can be trusted: every record of the
+        # run stays missing (the gate rejects it as missing_seed).
+        problems.append("run not authentic: records discarded (see forged)")
+    shadowed = sorted({str(s) for s in (reading.end or {}).get("shadowed", [])})
     seen: dict[str, list[PropertyRecord]] = {}
-    for obj in objects if complete else []:
-        if obj.get(SENTINEL) is True:
-            continue
+    for obj in reading.rows if complete else []:
         record = _record(obj, seed)
         if record is None:
             problems.append(f"malformed record on the channel: {json.dumps(obj)[:200]}")
             continue
-        seen.setdefault(record.prop, []).append(record)
+        if record.prop not in canaries:
+            seen.setdefault(record.prop, []).append(record)
     records, missing = [], []
     for target in targets:
         found = seen.get(target.prop, [])
@@ -250,8 +293,7 @@ def run_properties(
         elif len(found) == 1:
             records.append(found[0])
         else:
-            # Two records for one property means something else wrote to
-            # the channel: the property cannot pass on such evidence.
+            # Two records for one property: the property cannot pass on such evidence.
             problems.append(f"{len(found)} records for {target.prop}")
             records.append(
                 PropertyRecord(
@@ -269,7 +311,18 @@ def run_properties(
         shadowed=shadowed,
         problems=problems,
         process=process,
+        forged=reading.forged,
+        channel=raw.decode("utf-8", "replace"),
+        canaries=canaries,
     )
+
+
+def _write_canary(directory: Path, secret: RunSecret) -> None:
+    """The canary file, readable by the sandbox uid through a read-only mount."""
+    directory.chmod(0o755)
+    path = directory / secret.canary_file
+    path.write_text(canary_source(secret), encoding="utf-8")
+    path.chmod(0o644)
 
 
 def run_agent_tests(
@@ -286,7 +339,7 @@ def run_agent_tests(
 ) -> AgentRun:
     """The agent's own test run: the project's configuration, a writable tree, the project's
     import layout read from the tree itself (None) or given."""
-    objects, problems, process = _run_reporter(
+    raw, problems, process = _run_reporter(
         tree,
         ["--mode", "agent", "--targets", "[]", "--", *pytest_args],
         seed,
@@ -298,6 +351,8 @@ def run_agent_tests(
         cancel=cancel,
         on_output=on_output,
     )
+    objects, line_problems = _plain_objects(raw)
+    problems += line_problems
     outcomes = [
         TestOutcome(
             node_id=str(o["test"]),

@@ -4,26 +4,50 @@ This file is executed as a program read from stdin (``python -s -P - ...``) so
 that nothing in the tree can shadow it: it never imports patchwarden. It
 imports the test machinery (pytest, _pytest, pluggy, hypothesis) from the
 scorer's interpreter *before* the tree is put on ``sys.path``, forces the
-Hypothesis profile, seeds every source of randomness, and writes one JSON
-record per scheduled property to an inherited file descriptor, then a
-sentinel. stdout/stderr and the exit code never decide a status.
+Hypothesis profile, seeds every source of randomness, and reports one record
+per scheduled property. stdout/stderr never decide a status.
 
 Arguments: ``--report-fd N --seed S --mode scorer|agent --targets JSON [--layout LAYOUT]
--- [pytest args]`` where JSON is ``[[prop_id, node_id], ...]`` (agent mode: ``[]``) and
-LAYOUT is ``{"roots": [...], "packages": [...]}``: the tree's import roots, in sys.path
-order, and the project's own import names (sandbox/_layout.py).
+[--secret-fd M] -- [pytest args]`` where JSON is ``[[prop_id, node_id], ...]`` (agent mode:
+``[]``) and LAYOUT is ``{"roots": [...], "packages": [...]}``: the tree's import roots, in
+sys.path order, and the project's own import names (sandbox/_layout.py).
+
+Scorer mode (docs/design/runner.md, "Unforgeable results"): before anything of the tree is
+importable,
+
+- a signer thread reads the run's secret from ``--secret-fd`` (an HMAC key, the exit status
+  the run must end with, the hidden canary properties) and closes the descriptor. The key
+  and the status live only in that thread's locals, never in argv, the environment or a
+  module global;
+- the process becomes non-dumpable (no other process of the sandbox uid can open its
+  memory, nor can it open its own ``/proc/self/mem``);
+- an audit hook (PEP 578, it cannot be removed) refuses the primitives that reach the
+  runner's memory or descriptors; each refusal is written to the result channel as an
+  unauthenticated line, which makes the run ``forged``.
+
+At the end the runner hands its rows to the signer, which writes each with a sequence
+number and an HMAC-SHA256 under the key, then an end marker, and ends the process with the
+run's own exit status. Agent mode writes plain records as each test finishes.
 """
 
+import _thread
 import contextlib
 import json
 import os
 import random
+import select
+import signal
 import sys
 import time
 
 SENTINEL = "__patchwarden_sentinel__"
 MACHINERY = ("pytest", "_pytest", "pluggy", "hypothesis")
 AGENT_TEXT_CHARS = 4000  # enough of a traceback to act on, bounded per test
+SECRET_KEY_BYTES = 32  # the HMAC key comes first on the secret descriptor, then b"\n" + JSON
+SIGNER_START_S = 30.0  # the signer reads a few hundred bytes; this only bounds a broken start
+PARK_TIMEOUT_S = 60.0  # the signer ends the process in milliseconds; past this it is gone
+REFUSALS_WRITTEN = 50  # refusals written to the channel; the rest are still refused
+PATHS_UNDER_PROC = frozenset({"proc", "self", "thread-self", "fd", "fdinfo", "task", "map_files"})
 
 
 def _parse_argv(argv):
@@ -47,13 +71,15 @@ TREE = os.getcwd()
 LAYOUT = json.loads(OPTS.get("layout", '{"roots": ["."], "packages": []}'))
 
 # The channel: move it to a fresh descriptor so the number in argv is stale.
-_report = os.fdopen(os.dup(int(OPTS["report-fd"])), "w", buffering=1)
+CHANNEL_FD = os.dup(int(OPTS["report-fd"]))
 os.close(int(OPTS["report-fd"]))
+_report = os.fdopen(CHANNEL_FD, "w", buffering=1, closefd=False) if MODE == "agent" else None
 
 # Everything the runner relies on is imported from the interpreter BEFORE the
 # tree is put on sys.path, so a module of the same name in the tree cannot
 # take its place: the machinery, the Hypothesis pytest plugin we pass with
 # -p, and the standard-library modules pytest imports lazily (pdb & co).
+import _pytest._code.code  # noqa: E402
 import _pytest.python  # noqa: E402
 import _pytest.reports  # noqa: E402
 import _pytest.runner  # noqa: E402
@@ -125,9 +151,14 @@ def _hypothesis_on_demand():
 
 
 if MODE == "scorer":
-    from hypothesis import settings
+    from hypothesis import Phase, settings
+
+    # The explain phase traces the test with sys.settrace, which the scorer's runner
+    # refuses (a trace function sees every frame); it only adds notes to a failure.
+    SCORER_PROFILE = {"phases": tuple(phase for phase in Phase if phase != Phase.explain)}
 else:
     settings = _hypothesis_on_demand()
+    SCORER_PROFILE = {}
 
 STDLIB_PRELOAD = (
     "pdb", "cmd", "code", "codeop", "bdb", "readline", "rlcompleter", "xml.dom",
@@ -140,13 +171,15 @@ for _name in STDLIB_PRELOAD:
 MACHINERY_FILES = {name: sys.modules[name].__file__ for name in MACHINERY if name in sys.modules}
 
 settings.register_profile(
-    "patchwarden", database=None, deadline=None, derandomize=False, print_blob=False
+    "patchwarden",
+    database=None,
+    deadline=None,
+    derandomize=False,
+    print_blob=False,
+    **SCORER_PROFILE,
 )
 settings.load_profile("patchwarden")
 random.seed(SEED)
-STDLIB_BEFORE = {
-    name: getattr(module, "__file__", None) for name, module in list(sys.modules.items())
-}
 
 
 def _tree_paths():
@@ -161,10 +194,6 @@ def _tree_paths():
     return paths
 
 
-# The project's code comes from the tree, ahead of anything the interpreter has installed.
-sys.path[0:0] = _tree_paths()
-
-
 def _watched():
     """Objects product code must not replace: the pytest and Hypothesis entry
     points the runner trusts, the reporter's own functions, random, os._exit.
@@ -173,7 +202,7 @@ def _watched():
     import inspect
 
     static = inspect.getattr_static
-    main = sys.modules.get("__main__")
+    main_module = sys.modules.get("__main__")
     spots = {
         "_pytest.python.Function.runtest": (_pytest.python.Function, "runtest"),
         "_pytest.python.pytest_pyfunc_call": (_pytest.python, "pytest_pyfunc_call"),
@@ -196,8 +225,8 @@ def _watched():
         "random.choice": (random, "choice"),
         "os._exit": (os, "_exit"),
         "json.dumps": (json, "dumps"),
-        "__main__._emit": (main, "_emit"),
-        "__main__.Reporter": (main, "Reporter"),
+        "__main__._emit": (main_module, "_emit"),
+        "__main__.Reporter": (main_module, "Reporter"),
     }
     found = {}
     for name, (owner, attr) in spots.items():
@@ -268,10 +297,16 @@ def _refuse_foreign_code(reporter, session):
             reporter.outcomes[prop] = ("fail", f"{prop}|ForeignModule|{why}", 0.0)
     else:
         _emit({"test": "<provenance>", "outcome": "error", "text": why, "duration_s": 0.0})
-    session.items[:] = []  # nothing runs against the wrong code
+    # Nothing runs against the wrong code; the hidden canaries (no project code) still do.
+    session.items[:] = [
+        item
+        for item in session.items
+        if (str(getattr(item, "path", "")), item.name) in reporter.by_location
+    ]
 
 
 def _emit(obj):
+    """Agent mode only: one plain record (the scorer's rows go through the signer)."""
     _report.write(json.dumps(obj, sort_keys=True) + "\n")
     _report.flush()
 
@@ -302,19 +337,26 @@ def _assertion_id(excinfo, test_file):
 class Reporter:
     """Collects one outcome per scheduled node id; never trusts the exit code."""
 
-    def __init__(self):
+    def __init__(self, canaries=()):
         self.watched = None  # taken once the reporter's own module is complete
         self.tampered = []
         self.fingerprints = {}  # prop -> the Hypothesis settings its test ran with
         self.by_node = {node: prop for prop, node in TARGETS}
+        # Hidden canaries live outside the tree; matched by file and function name.
+        self.canaries = [(prop, path, name) for prop, path, name in canaries]
+        self.by_location = {(path, name): prop for prop, path, name in self.canaries}
         self.outcomes = {}  # scorer: prop -> (status, witness, duration); agent: node id -> ...
         self.started = {}
 
-    def _prop_of(self, nodeid):
-        """The property a collected item checks: its node id, or a parametrized case of it."""
+    def _prop_of(self, item):
+        """The property a collected item checks: its node id, a parametrized case of it,
+        or a canary (by file and function)."""
+        nodeid = item.nodeid
         prop = self.by_node.get(nodeid)
         if prop is None and "[" in nodeid:
             prop = self.by_node.get(nodeid.split("[", 1)[0])
+        if prop is None and self.by_location:
+            prop = self.by_location.get((str(getattr(item, "path", "")), item.name))
         return prop
 
     def pytest_collection_modifyitems(self, session, config, items):
@@ -322,8 +364,8 @@ class Reporter:
             return
         # Select here, not with node ids on the command line: one unknown id
         # there would abort the whole session; here it just never runs.
-        keep = [item for item in items if self._prop_of(item.nodeid) is not None]
-        dropped = [item for item in items if self._prop_of(item.nodeid) is None]
+        keep = [item for item in items if self._prop_of(item) is not None]
+        dropped = [item for item in items if self._prop_of(item) is None]
         if dropped:
             config.hook.pytest_deselected(items=dropped)
         items[:] = keep
@@ -339,7 +381,7 @@ class Reporter:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_call(self, item):
-        prop = self._prop_of(item.nodeid)
+        prop = self._prop_of(item)
         if prop is None or MODE != "scorer":
             return
         # @settings(...) may sit outside @given (on the test) or inside (on the inner
@@ -366,7 +408,7 @@ class Reporter:
         report = yield
         if MODE == "agent":
             return report
-        prop = self._prop_of(item.nodeid)
+        prop = self._prop_of(item)
         if prop is None:
             return report
         test_file = os.path.abspath(str(item.path))
@@ -375,9 +417,9 @@ class Reporter:
             return report  # the first failure (setup, call, teardown) is the witness
         if report.skipped and hasattr(report, "wasxfail"):
             witness = f"{prop}|XFailed|{_relpath(test_file)}"
-            self._record(item, "fail", witness)
+            self._record(item, prop, "fail", witness)
         elif report.skipped:
-            self._record(item, "fail", f"{prop}|Skipped|{report.when}")
+            self._record(item, prop, "fail", f"{prop}|Skipped|{report.when}")
         elif report.failed:
             if call.excinfo is not None:
                 exc_type = call.excinfo.type.__name__
@@ -387,15 +429,14 @@ class Reporter:
             if hasattr(report, "wasxfail"):
                 exc_type = "XPassedStrict"
             prefix = "" if report.when == "call" else f"{report.when}:"
-            self._record(item, "fail", f"{prop}|{exc_type}|{prefix}{where}")
+            self._record(item, prop, "fail", f"{prop}|{exc_type}|{prefix}{where}")
         elif report.passed and hasattr(report, "wasxfail"):
-            self._record(item, "fail", f"{prop}|XPassed|{_relpath(test_file)}")
+            self._record(item, prop, "fail", f"{prop}|XPassed|{_relpath(test_file)}")
         elif report.passed and report.when == "call":
-            self._record(item, "pass", "")
+            self._record(item, prop, "pass", "")
         return report
 
-    def _record(self, item, status, witness):
-        prop = self._prop_of(item.nodeid)
+    def _record(self, item, prop, status, witness):
         duration = round(time.monotonic() - self.started.get(item.nodeid, time.monotonic()), 6)
         previous = self.outcomes.get(prop)
         if previous is not None:
@@ -428,16 +469,26 @@ class Reporter:
         _emit({"test": nodeid, "outcome": outcome, "text": text, "duration_s": duration})
 
     def pytest_sessionfinish(self, session, exitstatus):
-        for node in list(self.outcomes) if MODE == "agent" else []:
+        if MODE != "agent":
+            return  # the scorer's rows are built after the session (scorer_payload)
+        for node in list(self.outcomes):
             self._emit_agent(node)
-        for node, prop in self.by_node.items() if MODE == "scorer" else ():
-            # Written once, at the end, in schedule order: a process that dies
-            # early leaves every row missing. Scheduled but never reported (not
-            # collected, or the session stopped first) is a fail, never a pass.
+        _emit({SENTINEL: True, "seed": SEED, "exitstatus": int(exitstatus), "shadowed": []})
+
+    def scorer_payload(self, exitstatus):
+        """Every scheduled property's row in contract order, the canaries after them, and
+        what was tampered with: what the signer authenticates. Built once, after the
+        session: a process that dies, is killed or leaves early has no rows at all."""
+        schedule = [(prop, node) for node, prop in self.by_node.items()]
+        schedule += [(prop, f"{path}::{name}") for prop, path, name in self.canaries]
+        rows = []
+        for prop, node in schedule:
+            # Scheduled but never reported (not collected, or the session stopped first)
+            # is a fail, never a pass.
             status, witness, duration = self.outcomes.get(
                 prop, ("fail", f"{prop}|NotRun|{node}", 0.0)
             )
-            _emit(
+            rows.append(
                 {
                     "prop": prop,
                     "seed": SEED,
@@ -447,20 +498,24 @@ class Reporter:
                     "settings": self.fingerprints.get(prop, ""),
                 }
             )
-        shadowed = sorted(
-            name
-            for name, path in MACHINERY_FILES.items()
-            if path is None
-            or path.startswith(TREE + os.sep)
-            or sys.modules.get(name) is None
-            or getattr(sys.modules[name], "__file__", None) != path
-        )
-        custom = sys.modules.get("sitecustomize") or sys.modules.get("usercustomize")
-        if custom is not None and str(getattr(custom, "__file__", "")).startswith(TREE + os.sep):
-            shadowed.append("sitecustomize")
-        if MODE == "scorer":
-            shadowed += self.tampered + [f"{n} (at the end)" for n in _tampered(self.watched)]
-        _emit({SENTINEL: True, "seed": SEED, "exitstatus": int(exitstatus), "shadowed": shadowed})
+        shadowed = _machinery_shadowed()
+        shadowed += self.tampered + [f"{n} (at the end)" for n in _tampered(self.watched)]
+        return {"rows": rows, "end": {"exitstatus": int(exitstatus), "shadowed": shadowed}}
+
+
+def _machinery_shadowed():
+    shadowed = sorted(
+        name
+        for name, path in MACHINERY_FILES.items()
+        if path is None
+        or path.startswith(TREE + os.sep)
+        or sys.modules.get(name) is None
+        or getattr(sys.modules[name], "__file__", None) != path
+    )
+    custom = sys.modules.get("sitecustomize") or sys.modules.get("usercustomize")
+    if custom is not None and str(getattr(custom, "__file__", "")).startswith(TREE + os.sep):
+        shadowed.append("sitecustomize")
+    return shadowed
 
 
 def _fingerprint(chosen):
@@ -477,6 +532,16 @@ def _fingerprint(chosen):
         "report_multiple_bugs",
     )
     return ";".join(f"{k}={getattr(chosen, k, None)!r}" for k in keys)
+
+
+def _quiet_signals():
+    """No Python signal handler may run once the session is over: a handler receives the
+    frame it interrupts, and the rows are being handed to the signer."""
+    for number in signal.valid_signals():
+        with contextlib.suppress(OSError, ValueError, TypeError):
+            if callable(signal.getsignal(number)):
+                signal.signal(number, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
 
 
 def main():
@@ -500,18 +565,549 @@ def main():
             "--basetemp",
             basetemp,
             f"--hypothesis-seed={SEED}",
+            # A module that fails to import leaves its properties not run (a fail); the
+            # others, and the canaries, still run.
+            "--continue-on-collection-errors",
             "-q",
             "--tb=short",
             "-o",
             "console_output_style=classic",
             "--no-header",
             *sorted({node.split("::", 1)[0] for _, node in TARGETS}),
+            # The canaries last: whatever product code changes during the session, they
+            # are collected and run after it.
+            *dict.fromkeys(path for _, path, _ in CANARIES),
         ]
-    reporter = Reporter()
+    reporter = Reporter(CANARIES)
     reporter.watched = _watched()
     code = pytest.main(args, plugins=[reporter])
-    _report.close()
-    sys.exit(int(code))
+    if MODE == "agent":
+        _report.close()
+        sys.exit(int(code))
+    _quiet_signals()
+    payload = reporter.scorer_payload(int(code))  # noqa: F841 (the signer reads this frame)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os.write(_END_REQUEST, b"G")
+    # The signer writes the rows and ends the process with the run's status; this frame
+    # must stay the top of the main thread meanwhile (the signer checks it).
+    select.select([_PARK], [], [], PARK_TIMEOUT_S)
+    os._exit(1)  # the signer never came: no end marker, a wrong status, the run is forged
 
 
+# -- scorer mode: the signer and the audit hook (docs/design/runner.md) -------------------------
+
+
+def _signer(secret_fd, end_fd, channel_fd, ready, canaries_out, main_ident, main_code, top_code):
+    """The signer thread. Reads the run's secret, then waits for the runner's end request;
+    authenticates the runner's rows and ends the process with the run's exit status.
+
+    Everything it uses is bound to a local before the tree is importable, so replacing a
+    module attribute later changes nothing here. The key and the exit status exist only in
+    this frame, which is the outermost frame of its thread: no signal handler runs here
+    (they run on the main thread), and the audit hook refuses every way to reach another
+    thread's frame (sys._current_frames, gc, tracing, ctypes) to everyone but this frame.
+    """
+    import _hashlib
+    import _json
+    import math
+    import types
+
+    read, write, close, exit_now = os.read, os.write, os.close, os._exit
+    frames_of = sys._current_frames
+    digest = _hashlib.hmac_digest
+    quote = _json.encode_basestring_ascii
+    frame_type, type_, sorted_, finite = types.FrameType, type, sorted, math.isfinite
+    str_, int_, float_, bool_, list_, tuple_, dict_ = str, int, float, bool, list, tuple, dict
+    int_repr, float_repr, hexlify, encode = int.__repr__, float.__repr__, bytes.hex, str.encode
+    join_text, join_bytes, items, get = str.join, bytes.join, dict.items, dict.get
+
+    def say(text):
+        """An unauthenticated line on the channel: the host treats the run as forged."""
+        with contextlib.suppress(OSError):
+            write(channel_fd, b"signer: " + text + b"\n")
+
+    def canon(value):
+        """JSON text of the runner's rows using only functions bound above."""
+        kind = type_(value)
+        if kind is str_:
+            return quote(value)
+        if kind is bool_:
+            return "true" if value else "false"
+        if kind is int_:
+            return int_repr(value)
+        if kind is float_:
+            return float_repr(value) if finite(value) else "0.0"
+        if value is None:
+            return "null"
+        if kind is list_ or kind is tuple_:
+            return "[" + join_text(",", [canon(v) for v in value]) + "]"
+        if kind is dict_:
+            pairs = [(k, v) for k, v in items(value) if type_(k) is str_]
+            body = [quote(k) + ":" + canon(v) for k, v in sorted_(pairs)]
+            return "{" + join_text(",", body) + "}"
+        return quote("<unserializable>")
+
+    try:
+        raw = b""
+        while chunk := read(secret_fd, 4096):
+            raw += chunk
+        close(secret_fd)
+        key = raw[:SECRET_KEY_BYTES]
+        spec = json.loads(raw[SECRET_KEY_BYTES + 1 :])
+        exit_status = int_(spec["exit"])
+        canaries_out.extend(tuple_(c) for c in spec["canaries"])
+        del raw, spec
+    except Exception:
+        say(b"the run's secret could not be read")
+        return
+    finally:
+        ready.release()
+
+    def line(body):
+        data = encode(canon(body), "ascii")
+        return encode(hexlify(digest(key, data, "sha256")), "ascii") + b" " + data + b"\n"
+
+    noticed = set()  # say each kind of trouble once, however often it happens
+
+    def once(text):
+        if text not in noticed:
+            noticed.add(text)
+            say(text)
+
+    try:
+        while True:
+            request = read(end_fd, 1)
+            if request == b"":
+                say(b"the end request pipe closed before the runner asked")
+                return
+            if request != b"G":
+                once(b"unexpected byte on the end request pipe")
+                continue
+            top = get(frames_of(), main_ident)
+            if (
+                type_(top) is not frame_type
+                or top.f_code is not main_code
+                or top.f_back is None
+                or top.f_back.f_code is not top_code
+                or top.f_back.f_back is not None
+            ):
+                once(b"the end was requested while the runner was not at its end")
+                continue
+            payload = get(top.f_locals, "payload")
+            break
+        rows = get(payload, "rows") if type_(payload) is dict_ else None
+        end = get(payload, "end") if type_(payload) is dict_ else None
+        if type_(rows) is not list_ or type_(end) is not dict_:
+            say(b"the runner's rows are malformed")
+            return
+        lines = [line({"seq": seq, "row": row}) for seq, row in enumerate(rows)]
+        end_body = dict_(end)
+        end_body["rows"] = len(lines)
+        lines.append(line({"seq": len(lines), "end": end_body}))
+        data = join_bytes(b"", lines)
+        while data:
+            data = data[write(channel_fd, data) :]
+    except BaseException:
+        say(b"failed while signing")
+        return
+    exit_now(exit_status)
+
+
+def _arm(channel_fd, signer_ident, signer_code, interpreter_dirs):
+    """Install the audit hook (PEP 578; nothing removes it). See docs/design/runner.md,
+    "Out of reach", for each rule and each exception to it."""
+    import _imp
+    import gc
+    import importlib._bootstrap
+    import importlib._bootstrap_external
+    import importlib.util
+    import inspect
+    import logging
+    import marshal
+    import pathlib
+    import stat
+    import traceback
+    import types
+
+    import hypothesis.internal.entropy
+    import hypothesis.internal.reflection
+
+    # Bound once, here: product code that later replaces a module attribute changes
+    # nothing the hook calls.
+    getframe, get_ident, write = sys._getframe, _thread.get_ident, os.write
+    code_type, function_type = types.CodeType, types.FunctionType
+    lstat, readlink, getcwd, is_link = os.lstat, os.readlink, os.getcwd, stat.S_ISLNK
+    stat_, pure_str = os.stat, pathlib.PurePath.__str__
+    pure_types = (pathlib.PosixPath, pathlib.PurePosixPath)
+    open_fd, read_fd, close_fd, compile_, loads = os.open, os.read, os.close, compile, marshal.loads
+    cache_from_source, magic = importlib.util.cache_from_source, importlib.util.MAGIC_NUMBER
+    fix_filename = _imp._fix_co_filename
+    from_bytes = int.from_bytes
+    refused_error, type_, str_, bytes_, id_ = RuntimeError, type, str, bytes, id
+    join_text, join_bytes = str.join, bytes.join
+
+    def codes_in(roots):
+        """Every code object reachable from ``roots`` through constants (nested functions,
+        lambdas, comprehensions), kept alive so no id is ever reused."""
+        found, todo = {}, list(roots)
+        while todo:
+            code = todo.pop()
+            if id_(code) in found:
+                continue
+            found[id_(code)] = code
+            todo.extend(c for c in code.co_consts if type_(c) is code_type)
+        return found
+
+    # Trusted code: every function that exists now, before the tree is importable (the
+    # machinery, the standard library, this runner), and modules imported later from the
+    # interpreter's read-only directories once their code is verified against the file.
+    kept = codes_in(f.__code__ for f in gc.get_objects() if type_(f) is function_type)
+    trusted = frozenset(kept)
+
+    def code_id(obj):
+        """The id of a function's (or a property's getter's) code; None if it has none."""
+        target = getattr(obj, "fget", None) or obj
+        code = getattr(target, "__code__", None)
+        return id_(code) if type_(code) is code_type else None
+
+    def nested_id(function, name):
+        """The id of the code of a function defined inside ``function``."""
+        inner = [c for c in codes_in([function.__code__]).values() if c.co_name == name]
+        return id_(inner[0]) if len(inner) == 1 else None
+
+    def ids(*candidates):
+        return frozenset(c for c in candidates if c is not None)
+
+    # Trusted functions that hand a frame (or a traceback's frame) to their caller: the
+    # caller decides. See docs/design/runner.md for the list and why.
+    passthrough = ids(
+        *map(
+            code_id,
+            (
+                inspect.currentframe,
+                inspect.stack,
+                inspect.trace,
+                inspect.getouterframes,
+                inspect.getinnerframes,
+                logging.currentframe,
+                traceback.walk_stack,
+                traceback.walk_tb,
+                _pytest._code.code.TracebackEntry.frame,
+            ),
+        )
+    )
+    compile_bytecode = importlib._bootstrap_external._compile_bytecode.__code__
+    frames_removed = importlib._bootstrap._call_with_frames_removed.__code__
+    # Trusted code that edits code objects: only their names, flags and line numbers.
+    code_editors = ids(
+        code_id(types.coroutine),
+        nested_id(hypothesis.internal.reflection.impersonate, "accept"),
+    )
+    # Primitives that reach another thread's frames or the process's memory: only the
+    # named callers may use them (an empty set: nobody once the tree is importable).
+    critical = {
+        "sys._current_frames": frozenset(),
+        "sys._current_exceptions": frozenset(),
+        "gc.get_objects": frozenset(),
+        "gc.get_referents": frozenset(),
+        "gc.get_referrers": ids(code_id(hypothesis.internal.entropy.register_random)),
+        "sys.settrace": frozenset(),
+        "sys.setprofile": frozenset(),
+        "sys.addaudithook": frozenset(),
+        "sys.monitoring.register_callback": frozenset(),
+        "code.__new__": code_editors,
+        "object.__setattr__": code_editors,
+        "marshal.loads": frozenset({id_(compile_bytecode)}),
+        "marshal.load": frozenset(),
+        **{name: frozenset() for name in CTYPES_EVENTS},
+    }
+    frame_attrs = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code"})
+    path_events = frozenset({"open", "os.listdir", "os.scandir", "os.chdir", "os.symlink"})
+    forbidden_modules = frozenset(
+        {"_testcapi", "_testinternalcapi", "_testbuffer", "_ctypes_test", "_xxsubinterpreters"}
+    )
+    watched = frozenset(
+        {
+            *critical,
+            "sys._getframe",
+            "function.__new__",
+            "object.__getattr__",
+            "exec",
+            "import",
+            *path_events,
+        }
+    )
+    free_when_nested = frozenset({"sys._getframe", "object.__getattr__"})
+    busy = set()  # threads inside the hook; tampering with it only lets frames through
+    written = 0
+
+    def where(frame):
+        """The first untrusted frame from ``frame`` up: the code that asked."""
+        asked = frame
+        while asked is not None and id_(asked.f_code) in trusted:
+            asked = asked.f_back
+        asked = asked or frame
+        if asked is None:
+            return "no Python caller"
+        code = asked.f_code
+        return f"{code.co_filename}:{asked.f_lineno} ({code.co_name})"
+
+    def refuse(event, detail, frame):
+        nonlocal written
+        if written < REFUSALS_WRITTEN:
+            written += 1
+            text = f"refused: {event}{detail} from {where(frame)}\n"
+            with contextlib.suppress(OSError):
+                write(channel_fd, text.encode("utf-8", "replace"))
+        raise refused_error(f"patchwarden: {event} is refused in the scorer's runner")
+
+    def caller_trusted(frame):
+        while frame is not None and id_(frame.f_code) in passthrough:
+            frame = frame.f_back
+        return frame is None or id_(frame.f_code) in trusted
+
+    def stack_trusted(frame):
+        while frame is not None:
+            if id_(frame.f_code) not in trusted:
+                return False
+            frame = frame.f_back
+        return True
+
+    def text_of(path):
+        kind = type_(path)
+        if kind is str_ or isinstance(path, str_):
+            return join_text("", (path,))
+        if kind is bytes_ or isinstance(path, bytes_):
+            return join_bytes(b"", (path,)).decode("utf-8", "surrogateescape")
+        if kind in pure_types:
+            return pure_str(path)
+        return None  # a descriptor, or an object whose path we cannot read without running it
+
+    def resolve(path):
+        """``path`` with every symbolic link followed (os.path.realpath, on bound functions)."""
+        result, pending, hops = "", path.split("/")[::-1], 0
+        while pending:
+            name = pending.pop()
+            if name in ("", "."):
+                continue
+            if name == "..":
+                result = result.rsplit("/", 1)[0]
+                continue
+            candidate = result + "/" + name
+            try:
+                is_symlink = is_link(lstat(candidate).st_mode)
+            except OSError:
+                is_symlink = False
+            if not is_symlink or hops > 40:
+                result = candidate
+                continue
+            hops += 1
+            target = readlink(candidate)
+            if target.startswith("/"):
+                result = ""
+            pending.extend(target.split("/")[::-1])
+        return result or "/"
+
+    def under_proc(path):
+        """A path into a process's /proc entries (its memory, descriptors, ...)."""
+        text = text_of(path)
+        if not text:
+            return False
+        parts = text.split("/")
+        if "mem" in parts or (not text.startswith("/") and PATHS_UNDER_PROC & set(parts)):
+            return True
+        absolute = text if text.startswith("/") else getcwd() + "/" + text
+        real = resolve(absolute).split("/")
+        return (
+            len(real) >= 3
+            and real[1] == "proc"
+            and (real[2] in ("self", "thread-self") or real[2].isdigit())
+        )
+
+    def pyc_matches(frame, data):
+        """marshal.loads in importlib: is ``data`` the interpreter's own cached bytecode?"""
+        path = frame.f_locals.get("bytecode_path")
+        if type_(path) is not str_ or not path.startswith(interpreter_dirs):
+            return False
+        # Only immutable data: what is compared is what marshal reads.
+        if type_(data) is memoryview and type_(data.obj) is bytes_:
+            data = bytes_(data)
+        return type_(data) is bytes_ and data == file_bytes(path)[16:]
+
+    def file_bytes(path):
+        fd = open_fd(path, os.O_RDONLY)
+        try:
+            chunks = []
+            while chunk := read_fd(fd, 1 << 20):
+                chunks.append(chunk)
+            return join_bytes(b"", chunks)
+        finally:
+            close_fd(fd)
+
+    def genuine_module_code(path):
+        """The code importlib would build from ``path``: the cached bytecode when it is
+        current (same checks as importlib), else a fresh compile of the source."""
+        source = file_bytes(path)
+        try:
+            cached = file_bytes(cache_from_source(path))
+            st = stat_(path)
+            stamp = (int(st.st_mtime) & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF)
+            header = (from_bytes(cached[8:12], "little"), from_bytes(cached[12:16], "little"))
+            if cached[:4] == magic and cached[4:8] == b"\0\0\0\0" and header == stamp:
+                code = loads(cached[16:])
+                fix_filename(code, path)
+                return code
+        except (OSError, ValueError, EOFError, TypeError):
+            pass
+        return compile_(source, path, "exec", dont_inherit=True)
+
+    def trust_module(code, frame):
+        """A module importlib is executing from the interpreter's directories: trust its
+        functions if its code is exactly what the file holds."""
+        nonlocal trusted
+        path = code.co_filename
+        if (
+            code.co_name != "<module>"
+            or frame is None
+            or frame.f_code is not frames_removed
+            or type_(path) is not str_
+            or not path.startswith(interpreter_dirs)
+        ):
+            return
+        try:
+            genuine = genuine_module_code(path)
+        except (OSError, SyntaxError, ValueError):
+            return
+        if genuine == code:
+            found = codes_in([code])
+            kept.update(found)
+            trusted = trusted | frozenset(found)
+
+    def decide(event, args, frame):
+        if get_ident() == signer_ident:
+            # The signer's thread: only the signer's own outermost frame may use anything.
+            if frame is not None and frame.f_code is signer_code and frame.f_back is None:
+                return
+            refuse(event, " on the signer's thread", frame)
+        if event in critical or event[:7] == "ctypes.":
+            if event == "object.__setattr__" and args[1] != "__code__":
+                return
+            if (
+                frame is not None
+                and id_(frame.f_code) in critical.get(event, ())
+                and (frame.f_code is not compile_bytecode or pyc_matches(frame, args[0]))
+            ):
+                return
+            refuse(event, "", frame)
+        if event == "sys._getframe" or event == "object.__getattr__":
+            if not caller_trusted(frame):
+                detail = f" .{args[1]}" if event == "object.__getattr__" else ""
+                refuse(event, detail, frame)
+        elif event == "function.__new__":
+            if id_(args[0]) in trusted and not caller_trusted(frame):
+                refuse(event, " from trusted code", frame)
+        elif event in path_events:
+            if under_proc(args[0]) and not stack_trusted(frame):
+                refuse(event, f" {text_of(args[0])!r}", frame)
+        elif event == "import":
+            if args[0] in forbidden_modules:
+                refuse(event, f" {args[0]}", frame)
+        elif event == "exec" and type_(args[0]) is code_type:
+            trust_module(args[0], frame)
+
+    def hook(event, args):
+        if event not in watched and event[:7] != "ctypes.":
+            return
+        if event == "object.__getattr__" and args[1] not in frame_attrs:
+            return
+        thread = get_ident()
+        nested = thread in busy
+        if nested and event in free_when_nested:
+            return  # the hook's own frame walk (or code running inside it: see busy)
+        if not nested:
+            busy.add(thread)
+        try:
+            try:
+                frame = getframe(1)
+            except ValueError:  # called from C with no Python frame on this thread
+                frame = None
+            if nested and frame is not None and id_(frame.f_code) in own_codes:
+                return  # the hook's own file reads and bytecode checks
+            decide(event, args, frame)
+        finally:
+            if not nested:
+                busy.discard(thread)
+
+    own_codes = frozenset(codes_in([_arm.__code__])) - {id_(_arm.__code__)}
+    sys.addaudithook(hook)
+
+
+CTYPES_EVENTS = (
+    "ctypes.addressof", "ctypes.call_function", "ctypes.cdata", "ctypes.cdata/buffer",
+    "ctypes.create_string_buffer", "ctypes.create_unicode_buffer", "ctypes.dlopen",
+    "ctypes.dlsym", "ctypes.dlsym/handle", "ctypes.get_errno", "ctypes.get_last_error",
+    "ctypes.PyObj_FromPtr", "ctypes.seh_exception", "ctypes.set_errno",
+    "ctypes.set_exception", "ctypes.set_last_error", "ctypes.string_at", "ctypes.wstring_at",
+)  # fmt: skip
+
+
+def _undumpable():
+    """prctl(PR_SET_DUMPABLE, 0): /proc/<pid>/mem and friends of this process belong to root
+    from now on, so neither it nor any other process of the sandbox uid can open them."""
+    import ctypes
+
+    pr_set_dumpable = 4
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(pr_set_dumpable, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
+
+
+def _interpreter_dirs():
+    """The read-only directories the interpreter imports from (sys.path before the tree)."""
+    dirs = []
+    for entry in sys.path:
+        if not entry or not os.path.isabs(entry):
+            continue
+        real = os.path.realpath(entry)
+        if real == TREE or real.startswith((TREE + os.sep, "/tmp/")) or not os.path.isdir(real):
+            continue
+        dirs.append(real.rstrip("/") + "/")
+    return tuple(dirs)
+
+
+STDLIB_BEFORE = {
+    name: getattr(module, "__file__", None) for name, module in list(sys.modules.items())
+}
+CANARIES = []
+if MODE == "scorer":
+    # Before anything of the tree is importable: the signer takes the secret, the process
+    # becomes non-dumpable, the audit hook goes in.
+    _undumpable()
+    _END_FROM_SIGNER, _END_REQUEST = os.pipe()
+    _PARK, _PARK_WRITE = os.pipe()
+    _ready = _thread.allocate_lock()
+    _ready.acquire()
+    _canaries = []
+    _SIGNER = _thread.start_new_thread(
+        _signer,
+        (
+            int(OPTS["secret-fd"]),
+            _END_FROM_SIGNER,
+            CHANNEL_FD,
+            _ready,
+            _canaries,
+            _thread.get_ident(),
+            main.__code__,
+            sys._getframe().f_code,
+        ),
+    )
+    if not _ready.acquire(timeout=SIGNER_START_S):
+        os._exit(1)
+    CANARIES = [tuple(c) for c in _canaries]
+    del _ready, _canaries
+    _arm(CHANNEL_FD, _SIGNER, _signer.__code__, _interpreter_dirs())
+# The project's code comes from the tree, ahead of anything the interpreter has installed.
+sys.path[0:0] = _tree_paths()
 main()

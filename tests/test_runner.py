@@ -103,6 +103,10 @@ def test_each_misbehaviour_in_one_process_is_a_fail(tree: Path) -> None:
     run = run_properties(tree, [target(n) for n in names], 29, SandboxConfig())
     got = statuses(run)
     assert run.complete and run.missing == [] and run.problems == []
+    # Misbehaving tests are data, not forgery: the channel, the status, the canaries hold.
+    assert run.forged == []
+    assert 10 <= (run.process.exit_code or 0) <= 100
+    assert len(run.canaries) == 2 and not set(run.canaries) & set(got)
     assert got["prop.ok"] == ("pass", "")
     assert got["prop.seeded"] == ("pass", "")
     assert got["prop.fails"] == (
@@ -143,13 +147,11 @@ def test_hang_past_the_timeout_leaves_rows_missing(tree: Path) -> None:
     assert run.records == []
 
 
-def test_pytest_exit_marks_the_rest_not_run(tree: Path) -> None:
+def test_pytest_exit_stops_the_canaries_too_so_the_run_is_forged(tree: Path) -> None:
     run = run_properties(tree, [target("pytest_exit"), target("after_exit")], 11, SandboxConfig())
-    assert run.complete
-    assert statuses(run) == {
-        "prop.pytest_exit": (
-            "fail",
-            "prop.pytest_exit|NotRun|tests/test_props.py::test_pytest_exit",
-        ),
-        "prop.after_exit": ("fail", "prop.after_exit|NotRun|tests/test_props.py::test_after_exit"),
-    }
+    # The signer still authenticates what the runner saw (everything not run), but the
+    # hidden canaries never ran: a session cut short by the code under test is not a result.
+    assert not run.complete and run.records == []
+    assert run.missing == ["prop.pytest_exit", "prop.after_exit"]
+    canary_lines = [line for line in run.forged if line.startswith("canary ")]
+    assert len(canary_lines) == 2 and all("|NotRun|" in line for line in canary_lines)

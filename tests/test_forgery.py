@@ -1,0 +1,313 @@
+"""Unforgeable results (issue 11): the authenticated channel, the audit hook, the canaries.
+
+The channel checks are pure (`verify_channel` on bytes); the rest runs the real reporter
+under bubblewrap, a few sandboxed processes in all (docs/design/runner.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from patchwarden.sandbox import PropertyRun, PropertyTarget, SandboxConfig, run_properties
+from patchwarden.sandbox._channel import RunSecret, canary_source, new_secret, verify_channel
+
+# -- the channel, on bytes -----------------------------------------------------------------------
+
+
+def _line(key: bytes, body: dict[str, object]) -> bytes:
+    text = json.dumps(body).encode()
+    return hmac.new(key, text, hashlib.sha256).hexdigest().encode() + b" " + text + b"\n"
+
+
+def _stream(secret: RunSecret, rows: list[dict[str, object]], *, key: bytes | None = None) -> bytes:
+    key = key or secret.key
+    lines = [_line(key, {"seq": n, "row": row}) for n, row in enumerate(rows)]
+    lines.append(_line(key, {"seq": len(rows), "end": {"rows": len(rows), "shadowed": []}}))
+    return b"".join(lines)
+
+
+def _honest_rows(secret: RunSecret) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = [
+        {"prop": "prop.p", "seed": 11, "status": "pass", "witness": ""}
+    ]
+    rows += [
+        {"prop": c.prop, "seed": 11, "status": c.status, "witness": c.witness}
+        for c in secret.canaries
+    ]
+    return rows
+
+
+@pytest.fixture
+def secret() -> RunSecret:
+    return new_secret()
+
+
+def test_an_authentic_channel_has_nothing_to_say(secret: RunSecret) -> None:
+    reading = verify_channel(_stream(secret, _honest_rows(secret)), secret, secret.exit_status)
+    assert reading.forged == []
+    assert [r["prop"] for r in reading.rows] == ["prop.p", *(c.prop for c in secret.canaries)]
+    assert reading.end == {"rows": 3, "shadowed": []}
+
+
+def test_every_secret_is_new(secret: RunSecret) -> None:
+    other = new_secret()
+    assert other.key != secret.key and len(secret.key) == 32
+    assert {c.prop for c in other.canaries}.isdisjoint(c.prop for c in secret.canaries)
+    assert 10 <= secret.exit_status <= 100
+    # The secret reaches the reporter on its own descriptor, never argv or the environment.
+    assert secret.payload().startswith(secret.key + b"\n")
+
+
+@pytest.mark.parametrize(
+    ("tamper", "expected"),
+    [
+        (lambda s, b: b.replace(b'"pass"', b'"fail"', 1), "line 1 is not authenticated"),
+        (lambda s, b: b'{"prop": "prop.p", "status": "pass"}\n' + b, "line 1 is not authenticated"),
+        (lambda s, b: b + b"garbage\n", "line 5 is not authenticated"),
+        (lambda s, b: b"".join(b.splitlines(keepends=True)[:-1]), "no authenticated end marker"),
+        (lambda s, b: b.splitlines(keepends=True)[1] + b, "line 1 is out of sequence"),
+        (lambda s, b: b + b.splitlines(keepends=True)[0], "line 5 comes after the end marker"),
+        (lambda s, b: _stream(s, _honest_rows(s), key=b"k" * 32), "line 1 is not authenticated"),
+    ],
+    ids=["flipped", "unsigned", "appended", "no-end", "reordered", "after-end", "other-key"],
+)
+def test_a_tampered_channel_is_forged(secret: RunSecret, tamper, expected: str) -> None:  # type: ignore[no-untyped-def]
+    raw = tamper(secret, _stream(secret, _honest_rows(secret)))
+    reading = verify_channel(raw, secret, secret.exit_status)
+    assert any(expected in line for line in reading.forged), reading.forged
+
+
+def test_another_exit_status_is_forged(secret: RunSecret) -> None:
+    reading = verify_channel(_stream(secret, _honest_rows(secret)), secret, 0)
+    assert reading.forged == [
+        f"the run ended with exit status 0, not the run's own status {secret.exit_status}"
+    ]
+
+
+def test_canaries_must_come_back_exactly(secret: RunSecret) -> None:
+    rows = _honest_rows(secret)
+    failing = secret.canaries[1]
+    rows[2] = {**rows[2], "status": "pass", "witness": ""}
+    reading = verify_channel(_stream(secret, rows[:2] + rows[2:]), secret, secret.exit_status)
+    assert reading.forged == [
+        f"canary {failing.prop}: pass, expected fail with witness {failing.witness}"
+    ]
+    reading = verify_channel(_stream(secret, rows[:1]), secret, secret.exit_status)
+    assert [line.split(":")[1] for line in reading.forged] == [" 0 rows, expected 1"] * 2
+
+
+def test_the_canary_witness_names_the_failing_line(secret: RunSecret) -> None:
+    source = canary_source(secret).splitlines()
+    line = int(secret.canaries[1].witness.rsplit(":", 1)[1])
+    assert source[line - 1].strip() == "assert value < 0"
+
+
+# -- the runner, in the sandbox ----------------------------------------------------------------
+
+HONEST = textwrap.dedent(
+    """
+    import collections, dataclasses, enum, logging, traceback, typing
+
+    def test_logging():
+        logging.getLogger("orders").warning("honest code logs")
+
+    def test_typing_and_namedtuple():
+        T = typing.TypeVar("T")
+        class Point(typing.NamedTuple):
+            x: int
+        assert collections.namedtuple("P", "x")(1).x == Point(1).x == 1 and T
+
+    def test_enum_and_dataclass():
+        Colour = enum.Enum("Colour", "RED GREEN")
+        @dataclasses.dataclass
+        class Item:
+            n: int
+        assert Item(1).n == Colour.RED.value
+
+    def test_formatting_a_traceback():
+        try:
+            raise ValueError("x")
+        except ValueError:
+            assert "ValueError" in traceback.format_exc()
+            logging.getLogger("orders").exception("and logs it")
+    """
+)
+
+PRIMITIVES = {
+    "gc_walk": "import gc; gc.get_objects()",
+    "frame_walk": "import sys; sys._getframe().f_back",
+    "traceback_frame": "try:\n        raise ValueError\n    except ValueError as e:\n"
+    "        e.__traceback__.tb_frame",
+    "generator_frame": "g = (x for x in []); g.gi_frame",
+    "inspect_frame": "import inspect; inspect.currentframe()",
+    "walk_tb": "import traceback\n    try:\n        raise ValueError\n    except ValueError as e:\n"
+    "        list(traceback.walk_tb(e.__traceback__))",
+    "other_threads": "import sys; sys._current_frames()",
+    "ctypes_read": "import ctypes; ctypes.string_at(id(object()), 8)",
+    "proc_fd": "import os; os.listdir('/proc/self/fd')",
+    "proc_mem": "open('/proc/self/mem', 'rb')",
+    "proc_mem_by_link": "import os; open('/dev/fd/../mem', 'rb')",
+    "settrace": "import sys; sys.settrace(lambda *a: None)",
+    "audit_hook": "import sys; sys.addaudithook(lambda *a: None)",
+    "crafted_code": "(lambda: 1).__code__.replace(co_consts=(2,))",
+    "marshal": "import marshal; marshal.loads(marshal.dumps(compile('1', 'x', 'eval')))",
+}
+PROBES = HONEST + "".join(
+    f"\ndef test_{name}():\n    {body}\n" for name, body in PRIMITIVES.items()
+)
+
+
+@pytest.fixture(scope="module")
+def probe_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("probe-tree")
+    root.chmod(0o755)
+    (root / "tests").mkdir()
+    (root / "tests" / "test_probe.py").write_text(PROBES)
+    return root
+
+
+def _targets(names: list[str]) -> list[PropertyTarget]:
+    return [PropertyTarget(f"prop.{n}", f"tests/test_probe.py::test_{n}") for n in names]
+
+
+HONEST_NAMES = re.findall(r"^def test_(\w+)", HONEST, flags=re.MULTILINE)
+
+
+@pytest.fixture(scope="module")
+def honest_run(probe_tree: Path) -> PropertyRun:
+    return run_properties(probe_tree, _targets(HONEST_NAMES), 11, SandboxConfig())
+
+
+@pytest.mark.bwrap
+def test_honest_uses_of_frames_are_not_refused(honest_run: PropertyRun) -> None:
+    assert honest_run.forged == []
+    assert honest_run.complete
+    assert {r.prop: r.status for r in honest_run.records} == {
+        f"prop.{n}": "pass" for n in HONEST_NAMES
+    }
+
+
+@pytest.mark.bwrap
+def test_each_primitive_is_refused_and_recorded(probe_tree: Path) -> None:
+    run = run_properties(probe_tree, _targets(list(PRIMITIVES)), 11, SandboxConfig())
+    refusals = [
+        (match.group(1), match.group(2))
+        for line in run.forged
+        if (match := re.search(r"refused: (\S+).* \((test_\w+)\)$", line))
+    ]
+    # Each refusal names the product code that asked, whatever trusted code it went through.
+    assert sorted({test for _, test in refusals}) == sorted(f"test_{n}" for n in PRIMITIVES), (
+        run.forged
+    )
+    events = {event for event, _ in refusals}
+    assert {
+        "gc.get_objects",
+        "sys._getframe",
+        "object.__getattr__",
+        "sys._current_frames",
+        "ctypes.string_at",
+        "os.listdir",
+        "open",
+        "sys.settrace",
+        "sys.addaudithook",
+        "code.__new__",
+        "marshal.loads",
+    } <= events
+    # Refused is not passed: every probe failed, and the run keeps no record at all.
+    assert not run.complete and run.records == []
+
+
+FORGE_EVERYWHERE = textwrap.dedent(
+    """
+    import json, os, sys
+
+    REPLAY = {replay!r}
+
+    def _plain_rows():
+        args = sys.argv
+        seed = int(args[args.index("--seed") + 1])
+        targets = json.loads(args[args.index("--targets") + 1])
+        rows = [{{"prop": p, "seed": seed, "status": "pass", "witness": ""}} for p, _ in targets]
+        rows.append({{"__patchwarden_sentinel__": True, "seed": seed, "exitstatus": 0}})
+        return "".join(json.dumps(r) + "\\n" for r in rows).encode()
+
+    def _everywhere(data):
+        for fd in range(3, 256):
+            try:
+                os.write(fd, data)
+            except OSError:
+                pass
+
+    def test_write_plain_rows():
+        _everywhere(_plain_rows())
+        os._exit(0)
+
+    def test_replay_an_honest_run():
+        _everywhere(REPLAY.encode())
+        os._exit(0)
+    """
+)
+FLIP_REPORTS = textwrap.dedent(
+    """
+    import pytest
+    from _pytest.debugging import pytestPDB  # pytest's own global: no gc, no frames
+
+    class _Green:
+        @pytest.hookimpl(wrapper=True, trylast=True)
+        def pytest_runtest_makereport(self, item, call):
+            report = yield
+            if report.failed:
+                report.outcome = "passed"
+            return report
+
+    pytestPDB._config.pluginmanager.register(_Green(), "green")
+
+    def test_fails():
+        assert 1 + 1 == 3
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def forger_tree(tmp_path_factory: pytest.TempPathFactory, honest_run: PropertyRun) -> Path:
+    root = tmp_path_factory.mktemp("forger-tree")
+    root.chmod(0o755)
+    (root / "tests").mkdir()
+    (root / "tests" / "test_forge.py").write_text(
+        FORGE_EVERYWHERE.format(replay=honest_run.channel)
+    )
+    (root / "tests" / "test_flip.py").write_text(FLIP_REPORTS)
+    return root
+
+
+@pytest.mark.bwrap
+@pytest.mark.parametrize("attack", ["write_plain_rows", "replay_an_honest_run"])
+def test_rows_written_by_product_code_are_forged(forger_tree: Path, attack: str) -> None:
+    target = PropertyTarget("prop.p", f"tests/test_forge.py::test_{attack}")
+    run = run_properties(forger_tree, [target], 11, SandboxConfig())
+    assert not run.complete and run.records == [] and run.missing == ["prop.p"]
+    assert run.process.exit_code == 0
+    assert any(re.match(r"channel line 1 is not authenticated", line) for line in run.forged)
+    assert "no authenticated end marker on the channel" in run.forged
+    assert any(line.startswith("the run ended with exit status 0,") for line in run.forged)
+
+
+@pytest.mark.bwrap
+def test_a_plugin_that_greens_every_report_turns_the_failing_canary_green(
+    forger_tree: Path,
+) -> None:
+    target = PropertyTarget("prop.fails", "tests/test_flip.py::test_fails")
+    run = run_properties(forger_tree, [target], 11, SandboxConfig())
+    # The channel itself is authentic (the runner believed the flipped reports) ...
+    assert not any("not authenticated" in line for line in run.forged)
+    # ... but the hidden canary that must fail came back green.
+    assert len(run.forged) == 1 and run.forged[0].startswith("canary canary.fail_")
+    assert ": pass, expected fail with witness" in run.forged[0]
+    assert run.records == []
