@@ -60,6 +60,7 @@ from .checks import (
     check_contract_tampered,
     check_differential,
     check_fixture_drifted,
+    check_forged,
     check_lines,
     check_oracle_pin,
     check_quarantine,
@@ -225,6 +226,15 @@ def _runtime_tampering(runs: dict[tuple[str, int], PropertyRun]) -> list[str]:
     return found
 
 
+def _forgeries(runs: dict[tuple[str, int], PropertyRun]) -> list[str]:
+    """Every reason a run's channel cannot be believed, for the `forged` check."""
+    return [
+        f"{name} seed {seed}: {line}"
+        for (name, seed), run in sorted(runs.items())
+        for line in run.forged
+    ]
+
+
 def _read_text(tree: Path, rel: str) -> str | None:
     path = tree / rel
     if path.is_symlink() or not path.is_file():
@@ -296,6 +306,7 @@ def _run_evidence(bundle: BundleWriter, outcomes: Mapping[tuple[str, int], RunOu
         stem = f"runs/{name}-seed{seed}"
         bundle.write_text(f"{stem}.stdout.txt", run.process.stdout)
         bundle.write_text(f"{stem}.stderr.txt", run.process.stderr)
+        bundle.write_text(f"{stem}.channel.txt", run.channel)
         bundle.write_json(
             f"{stem}.json",
             {
@@ -305,6 +316,8 @@ def _run_evidence(bundle: BundleWriter, outcomes: Mapping[tuple[str, int], RunOu
                 "missing": run.missing,
                 "shadowed": run.shadowed,
                 "problems": run.problems,
+                "forged": run.forged,
+                "canaries": run.canaries,
                 "exit_code": run.process.exit_code,
                 "signal": run.process.signal,
                 "timed_out": run.process.timed_out,
@@ -620,6 +633,7 @@ def finish_score(
             check_spec_review(gate, before.sources, before.fixture_changes),
             before.quarantine,
             before.suspicious,
+            check_forged(_forgeries(runs)),
         ]
         decision = final_decision(gate.decision, scorecard)
         findings = [

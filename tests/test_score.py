@@ -95,7 +95,7 @@ def test_each_verdict_has_a_complete_bundle_and_index_line(
         assert note[3].startswith("rows: parent 9 lines")
         assert len((bundle / "parent.jsonl").read_text().splitlines()) == 9
         runs = sorted(p.name for p in (bundle / "runs").iterdir())
-        assert len(runs) == 2 * 3 * 3  # trees x seeds x (json, stdout, stderr)
+        assert len(runs) == 2 * 3 * 4  # trees x seeds x (json, stdout, stderr, channel)
     assert not [p for p in (log_dir / "verdicts").iterdir() if p.name.startswith(".staging")]
 
 

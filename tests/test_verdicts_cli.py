@@ -32,6 +32,7 @@ CHECKS = [
     "spec_review",
     "quarantine",
     "suspicious",
+    "forged",
 ]
 NOTE_KEYS = ["contract", "decision", "properties", "rows"]
 PROBE = '\n\nimport os\n\nUNDER_TEST = "PYTEST_CURRENT_TEST" in os.environ\n'
@@ -113,7 +114,7 @@ def test_score_prints_the_note_then_one_line_per_check(scored: Scored) -> None:
         "rows",
     ]
     assert lines[1] == "decision: accept (spec_review: review; suspicious: review)"
-    checks = lines[4:13]
+    checks = lines[4 : 4 + len(CHECKS)]
     assert [line.split()[1] for line in checks] == CHECKS
     by_name = {line.split()[1]: line.split(None, 3)[2:] for line in checks}
     assert by_name["spec_review"] == [
@@ -123,7 +124,9 @@ def test_score_prints_the_note_then_one_line_per_check(scored: Scored) -> None:
     assert by_name["suspicious"][0] == "review"
     assert "uses the string 'PYTEST_CURRENT_TEST'" in by_name["suspicious"][1]
     assert by_name["contract_tampered"] == ["pass"]
-    assert lines[13].startswith("evidence: ") and len(lines) == 14
+    assert by_name["forged"] == ["pass"]
+    end = 4 + len(CHECKS)
+    assert lines[end].startswith("evidence: ") and len(lines) == end + 1
 
 
 def test_bundle_keeps_every_check_with_evidence_and_a_four_line_note(scored: Scored) -> None:

@@ -148,6 +148,14 @@ def check_shadowing(changes: Sequence[Change], runtime_shadowed: Sequence[str]) 
     return Check(check="shadowing", outcome="reject" if hits else "pass", evidence=hits)
 
 
+def check_forged(evidence: Sequence[str]) -> Check:
+    """Runs whose result channel cannot be believed (SPEC section 6 item 9): a line the
+    run's secret does not authenticate, a sequence out of order, a missing end marker, an
+    exit status other than the run's own, a canary that did not come back exactly, or an
+    introspection primitive the runner refused. See docs/design/runner.md."""
+    return Check(check="forged", outcome="reject" if evidence else "pass", evidence=list(evidence))
+
+
 def check_differential(gate: GateResult) -> Check:
     outcome: Outcome = {
         "accept": "pass",
