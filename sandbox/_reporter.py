@@ -79,7 +79,9 @@ _report = os.fdopen(CHANNEL_FD, "w", buffering=1, closefd=False) if MODE == "age
 # tree is put on sys.path, so a module of the same name in the tree cannot
 # take its place: the machinery, the Hypothesis pytest plugin we pass with
 # -p, and the standard-library modules pytest imports lazily (pdb & co).
+import _hypothesis_pytestplugin  # noqa: E402, F401 (imported here, not by pytest's loader)
 import _pytest._code.code  # noqa: E402
+import _pytest.mark.structures  # noqa: E402
 import _pytest.python  # noqa: E402
 import _pytest.reports  # noqa: E402
 import _pytest.runner  # noqa: E402
@@ -318,10 +320,16 @@ def _relpath(path):
     return os.path.basename(path)
 
 
+_MISSING = object()
+
+
 def _assertion_id(excinfo, test_file):
     """file:line of the failing frame in the spec file, else the last tree frame."""
+    return _traceback_id(excinfo.tb, test_file)
+
+
+def _traceback_id(tb, test_file):
     fallback = "?"
-    tb = excinfo.tb
     frames = []
     while tb is not None:
         frames.append((tb.tb_frame.f_code.co_filename, tb.tb_lineno))
@@ -347,6 +355,9 @@ class Reporter:
         self.by_location = {(path, name): prop for prop, path, name in self.canaries}
         self.outcomes = {}  # scorer: prop -> (status, witness, duration); agent: node id -> ...
         self.started = {}
+        self.raised = {}  # prop -> witness of what the test function itself raised
+        self.seen_tampered = set()
+        self.module_globals = {}  # property module name -> (module, {global: value})
 
     def _prop_of(self, item):
         """The property a collected item checks: its node id, a parametrized case of it,
@@ -374,10 +385,37 @@ class Reporter:
     def contract_seed(self):
         return SEED
 
+    @pytest.hookimpl(trylast=True)
+    def pytest_configure(self, config):
+        if MODE == "scorer":
+            # pytest.mark keeps the Config for marker checks; from a module global product
+            # code would reach every object of the session, this runner's included.
+            _pytest.mark.structures.MARK_GEN._config = None
+
     def pytest_collection_finish(self, session):
         # Product code has been imported by now (test modules import it).
-        self.tampered += [f"{n} (after collection)" for n in _tampered(self.watched)]
+        self._note_tampered("after collection")
         _refuse_foreign_code(self, session)
+        if MODE == "scorer":
+            for item in session.items:
+                module = getattr(item, "module", None)
+                if module is not None and module.__name__ not in self.module_globals:
+                    self.module_globals[module.__name__] = (module, dict(vars(module)))
+
+    def _note_tampered(self, when):
+        """Watched objects replaced, and property-module globals rebound, since the start."""
+        found = list(_tampered(self.watched))
+        for name, (module, before) in self.module_globals.items():
+            now = vars(module)
+            found += [
+                f"global {key} of the property module {name}"
+                for key, value in before.items()
+                if now.get(key, _MISSING) is not value
+            ]
+        for name in found:
+            if name not in self.seen_tampered:
+                self.seen_tampered.add(name)
+                self.tampered.append(f"{name} ({when})")
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_call(self, item):
@@ -402,6 +440,24 @@ class Reporter:
         settings.load_profile("patchwarden")
         random.seed(SEED)
         self.started[item.nodeid] = time.monotonic()
+        if MODE == "scorer":
+            # Checked before every test too: a replacement made while one test ran and
+            # undone before the session ends still shows.
+            self._note_tampered(f"before {item.nodeid}")
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_pyfunc_call(self, pyfuncitem):
+        # What the test function itself did, seen as it happens: an exception raised here
+        # is a fail whatever report objects say about it afterwards.
+        try:
+            return (yield)
+        except BaseException as exc:
+            prop = self._prop_of(pyfuncitem) if MODE == "scorer" else None
+            if prop is not None and prop not in self.raised:
+                test_file = os.path.abspath(str(pyfuncitem.path))
+                where = _traceback_id(exc.__traceback__, test_file)
+                self.raised[prop] = f"{prop}|{type(exc).__name__}|{where}"
+            raise
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item, call):
@@ -437,6 +493,11 @@ class Reporter:
         return report
 
     def _record(self, item, prop, status, witness):
+        if status == "pass" and prop in self.raised:
+            # The report says passed, but the test function raised: something between
+            # the test and its report changed the outcome.
+            self.tampered.append(f"the report of {prop} said passed after the test raised")
+            status, witness = "fail", self.raised[prop]
         duration = round(time.monotonic() - self.started.get(item.nodeid, time.monotonic()), 6)
         previous = self.outcomes.get(prop)
         if previous is not None:
@@ -498,8 +559,8 @@ class Reporter:
                     "settings": self.fingerprints.get(prop, ""),
                 }
             )
-        shadowed = _machinery_shadowed()
-        shadowed += self.tampered + [f"{n} (at the end)" for n in _tampered(self.watched)]
+        self._note_tampered("at the end")
+        shadowed = _machinery_shadowed() + self.tampered
         return {"rows": rows, "end": {"exitstatus": int(exitstatus), "shadowed": shadowed}}
 
 
@@ -560,6 +621,13 @@ def main():
             TREE,
             "-p",
             "no:cacheprovider",
+            # Both keep pytest's Config in a module global while a test runs (pytestPDB,
+            # _pytest.assertion.util): from there product code could reach every object of
+            # the session, the runner's included. Witnesses do not depend on them.
+            "-p",
+            "no:debugging",
+            "-p",
+            "no:assertion",
             "-p",
             "_hypothesis_pytestplugin",
             "--basetemp",
@@ -717,11 +785,20 @@ def _signer(secret_fd, end_fd, channel_fd, ready, canaries_out, main_ident, main
 
 def _arm(channel_fd, signer_ident, signer_code, interpreter_dirs):
     """Install the audit hook (PEP 578; nothing removes it). See docs/design/runner.md,
-    "Out of reach", for each rule and each exception to it."""
+    "Out of reach", for each rule and each exception to it.
+
+    The hook reads frames only inside a per-thread window in which it calls nothing but C
+    functions and frame attributes, so no other code runs there; its own frame reads are
+    the only events let through unchecked, and only inside that window. Whatever may run
+    other code (reading a path object, checking a module's file, installing a guarded
+    signal handler) happens outside the window, where every event is judged in full.
+    """
     import _imp
+    import _signal
     import gc
     import importlib._bootstrap
     import importlib._bootstrap_external
+    import importlib.machinery
     import importlib.util
     import inspect
     import logging
@@ -736,21 +813,21 @@ def _arm(channel_fd, signer_ident, signer_code, interpreter_dirs):
 
     # Bound once, here: product code that later replaces a module attribute changes
     # nothing the hook calls.
-    getframe, get_ident, write = sys._getframe, _thread.get_ident, os.write
+    getframe, get_ident, write, audit = sys._getframe, _thread.get_ident, os.write, sys.audit
     code_type, function_type = types.CodeType, types.FunctionType
     lstat, readlink, getcwd, is_link = os.lstat, os.readlink, os.getcwd, stat.S_ISLNK
     stat_, pure_str = os.stat, pathlib.PurePath.__str__
     pure_types = (pathlib.PosixPath, pathlib.PurePosixPath)
     open_fd, read_fd, close_fd, compile_, loads = os.open, os.read, os.close, compile, marshal.loads
     cache_from_source, magic = importlib.util.cache_from_source, importlib.util.MAGIC_NUMBER
-    fix_filename = _imp._fix_co_filename
-    from_bytes = int.from_bytes
-    refused_error, type_, str_, bytes_, id_ = RuntimeError, type, str, bytes, id
+    fix_filename, module_spec = _imp._fix_co_filename, importlib.machinery.ModuleSpec
+    from_bytes, spec_attrs = int.from_bytes, vars(importlib.machinery.ModuleSpec)
+    refused_error, type_, str_, bytes_, int_, id_ = RuntimeError, type, str, bytes, int, id
     join_text, join_bytes = str.join, bytes.join
 
     def codes_in(roots):
         """Every code object reachable from ``roots`` through constants (nested functions,
-        lambdas, comprehensions), kept alive so no id is ever reused."""
+        lambdas, comprehensions), by id; kept alive so no id is ever reused."""
         found, todo = {}, list(roots)
         while todo:
             code = todo.pop()
@@ -805,6 +882,25 @@ def _arm(channel_fd, signer_ident, signer_code, interpreter_dirs):
         code_id(types.coroutine),
         nested_id(hypothesis.internal.reflection.impersonate, "accept"),
     )
+    # A Python signal handler receives the frame it interrupts, and CPython raises no audit
+    # event when one is installed. _signal.signal and _imp.create_builtin (which could make
+    # a fresh _signal module) are replaced by guards that ask this hook; the originals stay
+    # in this closure only. A handler that runs no Python code (SIG_DFL, SIG_IGN,
+    # default_int_handler) is installed; any other is refused.
+    original_signal, original_create = _signal.signal, _imp.create_builtin
+    getsignal, quiet_handler = _signal.getsignal, _signal.default_int_handler
+
+    def guarded_signal(signalnum, handler, /):
+        previous = getsignal(signalnum)
+        audit("patchwarden.signal", signalnum, handler)
+        return previous
+
+    def guarded_create_builtin(spec, /):
+        made = []
+        audit("patchwarden.create_builtin", spec, made)
+        return made[0]
+
+    guard_codes = ids(code_id(guarded_signal), code_id(guarded_create_builtin))
     # Primitives that reach another thread's frames or the process's memory: only the
     # named callers may use them (an empty set: nobody once the tree is importable).
     critical = {
@@ -822,31 +918,51 @@ def _arm(channel_fd, signer_ident, signer_code, interpreter_dirs):
         "marshal.loads": frozenset({id_(compile_bytecode)}),
         "marshal.load": frozenset(),
         **{name: frozenset() for name in CTYPES_EVENTS},
+        "ctypes.*": frozenset(),
     }
     frame_attrs = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code"})
     path_events = frozenset({"open", "os.listdir", "os.scandir", "os.chdir", "os.symlink"})
     forbidden_modules = frozenset(
         {"_testcapi", "_testinternalcapi", "_testbuffer", "_ctypes_test", "_xxsubinterpreters"}
     )
+    guard_events = frozenset({"patchwarden.signal", "patchwarden.create_builtin"})
     watched = frozenset(
         {
             *critical,
+            *path_events,
+            *guard_events,
             "sys._getframe",
             "function.__new__",
             "object.__getattr__",
             "exec",
             "import",
-            *path_events,
         }
     )
-    free_when_nested = frozenset({"sys._getframe", "object.__getattr__"})
-    busy = set()  # threads inside the hook; tampering with it only lets frames through
+    frame_reads = frozenset({"sys._getframe", "object.__getattr__"})
+    window = set()  # threads whose hook is reading frames (nothing but C runs there)
     written = 0
+
+    # -- inside the window: frames only ---------------------------------------------------
+
+    def is_trusted(frame):
+        return id_(frame.f_code) in trusted
+
+    def caller_trusted(frame):
+        while frame is not None and id_(frame.f_code) in passthrough:
+            frame = frame.f_back
+        return frame is None or is_trusted(frame)
+
+    def stack_trusted(frame):
+        while frame is not None:
+            if not is_trusted(frame):
+                return False
+            frame = frame.f_back
+        return True
 
     def where(frame):
         """The first untrusted frame from ``frame`` up: the code that asked."""
         asked = frame
-        while asked is not None and id_(asked.f_code) in trusted:
+        while asked is not None and is_trusted(asked):
             asked = asked.f_back
         asked = asked or frame
         if asked is None:
@@ -854,26 +970,58 @@ def _arm(channel_fd, signer_ident, signer_code, interpreter_dirs):
         code = asked.f_code
         return f"{code.co_filename}:{asked.f_lineno} ({code.co_name})"
 
-    def refuse(event, detail, frame):
+    def judge(event, facts, frame):
+        """What to do: None (let it happen), ("refuse", detail, where) or another action
+        carried out outside the window. ``event`` and ``facts`` were reduced to plain str,
+        int, bool and code objects before the window opened (see ``facts_of``)."""
+        if event in guard_events:
+            if frame is None or id_(frame.f_code) not in guard_codes:
+                return ("refuse", " not from its guard", where(frame))
+            if event == "patchwarden.create_builtin" or facts:
+                return (event,)
+            return ("refuse", " with a Python handler", where(frame.f_back))
+        if get_ident() == signer_ident:
+            # The signer's thread: only the signer's own outermost frame may use anything.
+            if frame is not None and frame.f_code is signer_code and frame.f_back is None:
+                return None
+            return ("refuse", " on the signer's thread", where(frame))
+        if event in critical:
+            if frame is None or id_(frame.f_code) not in critical[event]:
+                return ("refuse", "", where(frame))
+            if frame.f_code is compile_bytecode:
+                return ("check_pyc", frame.f_locals.get("bytecode_path"))
+            return None
+        if event in frame_reads:
+            if caller_trusted(frame):
+                return None
+            return ("refuse", f" .{facts}" if facts else "", where(frame))
+        if event == "function.__new__" or event == "exec":
+            if facts is not None and id_(facts) in trusted and not caller_trusted(frame):
+                return ("refuse", " of trusted code", where(frame))
+            if event == "exec" and facts is not None and frame is not None:
+                return ("check_module",) if frame.f_code is frames_removed else None
+            return None
+        if event in path_events:
+            if facts is not None and not stack_trusted(frame):
+                return ("refuse", f" {facts!r}", where(frame))
+            return None
+        if event == "import" and facts in forbidden_modules:
+            return ("refuse", f" {facts}", where(frame))
+        return None
+
+    # -- outside the window -------------------------------------------------------------
+
+    shown_as = {"patchwarden.signal": "signal.signal", "patchwarden.create_builtin": "_imp"}
+
+    def refuse(event, detail, asked):
         nonlocal written
+        event = shown_as.get(event, event)
         if written < REFUSALS_WRITTEN:
             written += 1
-            text = f"refused: {event}{detail} from {where(frame)}\n"
+            text = f"refused: {event}{detail} from {asked}\n"
             with contextlib.suppress(OSError):
                 write(channel_fd, text.encode("utf-8", "replace"))
         raise refused_error(f"patchwarden: {event} is refused in the scorer's runner")
-
-    def caller_trusted(frame):
-        while frame is not None and id_(frame.f_code) in passthrough:
-            frame = frame.f_back
-        return frame is None or id_(frame.f_code) in trusted
-
-    def stack_trusted(frame):
-        while frame is not None:
-            if id_(frame.f_code) not in trusted:
-                return False
-            frame = frame.f_back
-        return True
 
     def text_of(path):
         kind = type_(path)
@@ -911,30 +1059,19 @@ def _arm(channel_fd, signer_ident, signer_code, interpreter_dirs):
         return result or "/"
 
     def under_proc(path):
-        """A path into a process's /proc entries (its memory, descriptors, ...)."""
+        """The text of ``path`` if it leads into a process's /proc entries (its memory,
+        descriptors, ...), else None."""
         text = text_of(path)
         if not text:
-            return False
+            return None
         parts = text.split("/")
         if "mem" in parts or (not text.startswith("/") and PATHS_UNDER_PROC & set(parts)):
-            return True
+            return text
         absolute = text if text.startswith("/") else getcwd() + "/" + text
         real = resolve(absolute).split("/")
-        return (
-            len(real) >= 3
-            and real[1] == "proc"
-            and (real[2] in ("self", "thread-self") or real[2].isdigit())
-        )
-
-    def pyc_matches(frame, data):
-        """marshal.loads in importlib: is ``data`` the interpreter's own cached bytecode?"""
-        path = frame.f_locals.get("bytecode_path")
-        if type_(path) is not str_ or not path.startswith(interpreter_dirs):
-            return False
-        # Only immutable data: what is compared is what marshal reads.
-        if type_(data) is memoryview and type_(data.obj) is bytes_:
-            data = bytes_(data)
-        return type_(data) is bytes_ and data == file_bytes(path)[16:]
+        if len(real) < 3 or real[1] != "proc":
+            return None
+        return text if real[2] in ("self", "thread-self") or real[2].isdigit() else None
 
     def file_bytes(path):
         fd = open_fd(path, os.O_RDONLY)
@@ -946,6 +1083,15 @@ def _arm(channel_fd, signer_ident, signer_code, interpreter_dirs):
         finally:
             close_fd(fd)
 
+    def pyc_matches(path, data):
+        """marshal.loads in importlib: is ``data`` the interpreter's own cached bytecode?"""
+        if type_(path) is not str_ or not path.startswith(interpreter_dirs):
+            return False
+        # Only immutable data: what is compared is what marshal reads.
+        if type_(data) is memoryview and type_(data.obj) is bytes_:
+            data = bytes_(data)
+        return type_(data) is bytes_ and data == file_bytes(path)[16:]
+
     def genuine_module_code(path):
         """The code importlib would build from ``path``: the cached bytecode when it is
         current (same checks as importlib), else a fresh compile of the source."""
@@ -953,7 +1099,7 @@ def _arm(channel_fd, signer_ident, signer_code, interpreter_dirs):
         try:
             cached = file_bytes(cache_from_source(path))
             st = stat_(path)
-            stamp = (int(st.st_mtime) & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF)
+            stamp = (int_(st.st_mtime) & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF)
             header = (from_bytes(cached[8:12], "little"), from_bytes(cached[12:16], "little"))
             if cached[:4] == magic and cached[4:8] == b"\0\0\0\0" and header == stamp:
                 code = loads(cached[16:])
@@ -963,18 +1109,14 @@ def _arm(channel_fd, signer_ident, signer_code, interpreter_dirs):
             pass
         return compile_(source, path, "exec", dont_inherit=True)
 
-    def trust_module(code, frame):
-        """A module importlib is executing from the interpreter's directories: trust its
+    def trust_module(code):
+        """A module importlib executes from the interpreter's directories: trust its
         functions if its code is exactly what the file holds."""
         nonlocal trusted
         path = code.co_filename
-        if (
-            code.co_name != "<module>"
-            or frame is None
-            or frame.f_code is not frames_removed
-            or type_(path) is not str_
-            or not path.startswith(interpreter_dirs)
-        ):
+        if code.co_name != "<module>" or type_(path) is not str_:
+            return
+        if not path.startswith(interpreter_dirs):
             return
         try:
             genuine = genuine_module_code(path)
@@ -985,63 +1127,101 @@ def _arm(channel_fd, signer_ident, signer_code, interpreter_dirs):
             kept.update(found)
             trusted = trusted | frozenset(found)
 
-    def decide(event, args, frame):
-        if get_ident() == signer_ident:
-            # The signer's thread: only the signer's own outermost frame may use anything.
-            if frame is not None and frame.f_code is signer_code and frame.f_back is None:
-                return
-            refuse(event, " on the signer's thread", frame)
-        if event in critical or event[:7] == "ctypes.":
-            if event == "object.__setattr__" and args[1] != "__code__":
-                return
-            if (
-                frame is not None
-                and id_(frame.f_code) in critical.get(event, ())
-                and (frame.f_code is not compile_bytecode or pyc_matches(frame, args[0]))
-            ):
-                return
-            refuse(event, "", frame)
-        if event == "sys._getframe" or event == "object.__getattr__":
-            if not caller_trusted(frame):
-                detail = f" .{args[1]}" if event == "object.__getattr__" else ""
-                refuse(event, detail, frame)
-        elif event == "function.__new__":
-            if id_(args[0]) in trusted and not caller_trusted(frame):
-                refuse(event, " from trusted code", frame)
-        elif event in path_events:
-            if under_proc(args[0]) and not stack_trusted(frame):
-                refuse(event, f" {text_of(args[0])!r}", frame)
-        elif event == "import":
-            if args[0] in forbidden_modules:
-                refuse(event, f" {args[0]}", frame)
-        elif event == "exec" and type_(args[0]) is code_type:
-            trust_module(args[0], frame)
+    def plain_spec(spec):
+        """A ModuleSpec whose name C reads without running any other code."""
+        return (
+            type_(spec) is module_spec
+            and "name" not in spec_attrs
+            and type_(vars(spec).get("name")) is str_
+        )
+
+    def disarm(module):
+        """A builtin module made anew has fresh functions: guard them too."""
+        namespace = vars(module)
+        name = namespace.get("__name__")
+        for attr, original, guard in (
+            ("signal", original_signal, guarded_signal),
+            ("create_builtin", original_create, guarded_create_builtin),
+        ):
+            value = namespace.get(attr)
+            if name == original.__self__.__name__ and type_(value) is type_(original):
+                namespace[attr] = guard
+
+    def carry_out(event, args, action):
+        kind = action[0]
+        if kind == "refuse":
+            refuse(event, action[1], action[2])
+        elif kind == "check_pyc":
+            if not pyc_matches(action[1], args[0]):
+                refuse(event, " of bytecode that is not the interpreter's", "importlib")
+        elif kind == "check_module":
+            trust_module(args[0])
+        elif kind == "patchwarden.signal":
+            original_signal(args[0], args[1])
+        elif kind == "patchwarden.create_builtin":
+            if not plain_spec(args[0]):
+                refuse(event, " for a spec that is not a plain ModuleSpec", "importlib")
+            module = original_create(args[0])
+            disarm(module)
+            args[1].append(module)
+
+    # The hook's own check of a module's cached bytecode unmarshals it too.
+    critical["marshal.loads"] |= {id_(genuine_module_code.__code__)}
+
+    def plain(value):
+        """``value`` as an exact str when it is a str of any kind, else None."""
+        return join_text("", (value,)) if isinstance(value, str_) else None
+
+    def facts_of(event, args):
+        """What ``judge`` needs from the event's arguments, reduced here (outside the
+        window) to values whose comparison runs no other code."""
+        if event in path_events:
+            return under_proc(args[0])
+        if event == "object.__getattr__":
+            return plain(args[1])
+        if event == "function.__new__" or event == "exec":
+            return args[0] if type_(args[0]) is code_type else None
+        if event == "import":
+            return plain(args[0])
+        if event == "patchwarden.signal":
+            return type_(args[1]) is int_ or args[1] is quiet_handler
+        return None
 
     def hook(event, args):
         if event not in watched and event[:7] != "ctypes.":
             return
-        if event == "object.__getattr__" and args[1] not in frame_attrs:
+        event = plain(event)
+        if event == "object.__getattr__" and plain(args[1]) not in frame_attrs:
             return
+        if event == "object.__setattr__" and plain(args[1]) != "__code__":
+            return
+        if event not in critical and event[:7] == "ctypes.":
+            event = "ctypes.*"  # judged as critical, nobody allowed
         thread = get_ident()
-        nested = thread in busy
-        if nested and event in free_when_nested:
-            return  # the hook's own frame walk (or code running inside it: see busy)
-        if not nested:
-            busy.add(thread)
+        if thread in window:
+            return  # the hook's own frame reads: nothing else runs in the window
+        facts = facts_of(event, args)
+        window.add(thread)
         try:
             try:
                 frame = getframe(1)
             except ValueError:  # called from C with no Python frame on this thread
                 frame = None
-            if nested and frame is not None and id_(frame.f_code) in own_codes:
-                return  # the hook's own file reads and bytecode checks
-            decide(event, args, frame)
+            action = judge(event, facts, frame)
         finally:
-            if not nested:
-                busy.discard(thread)
+            window.discard(thread)
+        if action is not None:
+            carry_out(event, args, action)
 
-    own_codes = frozenset(codes_in([_arm.__code__])) - {id_(_arm.__code__)}
     sys.addaudithook(hook)
+    guards = {original_signal: guarded_signal, original_create: guarded_create_builtin}
+    for module in list(sys.modules.values()):
+        namespace = getattr(module, "__dict__", None)
+        if type_(namespace) is not dict:
+            continue
+        for name, value in list(namespace.items()):
+            if value is original_signal or value is original_create:
+                namespace[name] = guards[value]
 
 
 CTYPES_EVENTS = (
@@ -1085,6 +1265,9 @@ if MODE == "scorer":
     # Before anything of the tree is importable: the signer takes the secret, the process
     # becomes non-dumpable, the audit hook goes in.
     _undumpable()
+    # asyncio.run installs its own SIGINT handler only over Python's default one; nobody
+    # interrupts a scorer run from a keyboard.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     _END_FROM_SIGNER, _END_REQUEST = os.pipe()
     _PARK, _PARK_WRITE = os.pipe()
     _ready = _thread.allocate_lock()

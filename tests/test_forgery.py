@@ -131,6 +131,15 @@ HONEST = textwrap.dedent(
             n: int
         assert Item(1).n == Colour.RED.value
 
+    def test_asyncio_run():
+        import asyncio
+
+        async def answer():
+            await asyncio.sleep(0)
+            return 42
+
+        assert asyncio.run(answer()) == 42
+
     def test_formatting_a_traceback():
         try:
             raise ValueError("x")
@@ -155,6 +164,10 @@ PRIMITIVES = {
     "proc_mem": "open('/proc/self/mem', 'rb')",
     "proc_mem_by_link": "import os; open('/dev/fd/../mem', 'rb')",
     "settrace": "import sys; sys.settrace(lambda *a: None)",
+    "signal_handler": "import signal; signal.signal(signal.SIGALRM, lambda number, frame: None)",
+    "fresh_signal_module": "import _imp, importlib.machinery as m\n"
+    "    fresh = _imp.create_builtin(m.ModuleSpec('_signal', None))\n"
+    "    fresh.signal(14, lambda number, frame: None)",
     "audit_hook": "import sys; sys.addaudithook(lambda *a: None)",
     "crafted_code": "(lambda: 1).__code__.replace(co_consts=(2,))",
     "marshal": "import marshal; marshal.loads(marshal.dumps(compile('1', 'x', 'eval')))",
@@ -216,6 +229,7 @@ def test_each_primitive_is_refused_and_recorded(probe_tree: Path) -> None:
         "os.listdir",
         "open",
         "sys.settrace",
+        "signal.signal",
         "sys.addaudithook",
         "code.__new__",
         "marshal.loads",
@@ -254,23 +268,79 @@ FORGE_EVERYWHERE = textwrap.dedent(
         os._exit(0)
     """
 )
-FLIP_REPORTS = textwrap.dedent(
+LENIENT_HYPOTHESIS = textwrap.dedent(
     """
-    import pytest
-    from _pytest.debugging import pytestPDB  # pytest's own global: no gc, no frames
+    import hypothesis.core as _core
+    from hypothesis import given, strategies as st
 
-    class _Green:
-        @pytest.hookimpl(wrapper=True, trylast=True)
-        def pytest_runtest_makereport(self, item, call):
-            report = yield
-            if report.failed:
-                report.outcome = "passed"
-            return report
+    # Patch what is reachable from module globals: every Hypothesis property now passes.
+    _original = _core.StateForActualGivenExecution.execute_once
 
-    pytestPDB._config.pluginmanager.register(_Green(), "green")
+    def _lenient(self, *args, **kwargs):
+        try:
+            return _original(self, *args, **kwargs)
+        except AssertionError:
+            return None
 
-    def test_fails():
-        assert 1 + 1 == 3
+    _core.StateForActualGivenExecution.execute_once = _lenient
+
+    @given(st.integers())
+    def test_fails(value):
+        assert value != value
+    """
+)
+NO_CONFIG_IN_GLOBALS = textwrap.dedent(
+    """
+    import collections, sys, types, weakref
+    import _pytest.assertion.util, _pytest.debugging, pytest
+
+    def test_pytest_keeps_no_config_where_product_code_can_find_it():
+        assert getattr(_pytest.debugging.pytestPDB, "_config", None) is None
+        assert getattr(_pytest.assertion.util, "_config", None) is None
+        assert pytest.mark._config is None
+
+    def _children(obj):
+        if isinstance(obj, dict):
+            yield from obj.values()
+        elif isinstance(obj, (list, tuple, set, frozenset, collections.deque)):
+            yield from obj
+        elif isinstance(obj, weakref.ref):
+            yield obj()
+        else:
+            namespace = getattr(obj, "__dict__", None)
+            if isinstance(namespace, (dict, types.MappingProxyType)):
+                yield from namespace.values()
+            for name in ("__self__", "__func__", "__wrapped__", "__defaults__",
+                         "__kwdefaults__", "func", "args", "keywords"):
+                try:
+                    yield object.__getattribute__(obj, name)
+                except Exception:
+                    pass
+            if isinstance(obj, types.FunctionType) and obj.__closure__:
+                for cell in obj.__closure__:
+                    try:
+                        yield cell.cell_contents
+                    except ValueError:
+                        pass
+
+    def test_no_object_of_the_session_is_reachable_from_module_globals():
+        from _pytest.config import Config
+        from _pytest.main import Session
+        from _pytest.nodes import Item
+        wanted = (Config, Session, Item, sys.modules["__main__"].Reporter)
+        seen, queue, found = set(), collections.deque(sys.modules.values()), []
+        while queue:
+            obj = queue.popleft()
+            if id(obj) in seen or isinstance(obj, (str, bytes, int, float)):
+                continue
+            seen.add(id(obj))
+            if isinstance(obj, wanted):
+                found.append(type(obj).__name__)
+            try:
+                queue.extend(list(_children(obj)))
+            except Exception:
+                pass
+        assert found == [] and len(seen) > 10000
     """
 )
 
@@ -283,7 +353,8 @@ def forger_tree(tmp_path_factory: pytest.TempPathFactory, honest_run: PropertyRu
     (root / "tests" / "test_forge.py").write_text(
         FORGE_EVERYWHERE.format(replay=honest_run.channel)
     )
-    (root / "tests" / "test_flip.py").write_text(FLIP_REPORTS)
+    (root / "tests" / "test_lenient.py").write_text(LENIENT_HYPOTHESIS)
+    (root / "tests" / "test_globals.py").write_text(NO_CONFIG_IN_GLOBALS)
     return root
 
 
@@ -300,14 +371,29 @@ def test_rows_written_by_product_code_are_forged(forger_tree: Path, attack: str)
 
 
 @pytest.mark.bwrap
-def test_a_plugin_that_greens_every_report_turns_the_failing_canary_green(
+def test_a_patch_that_greens_every_hypothesis_property_turns_the_failing_canary_green(
     forger_tree: Path,
 ) -> None:
-    target = PropertyTarget("prop.fails", "tests/test_flip.py::test_fails")
-    run = run_properties(forger_tree, [target], 11, SandboxConfig())
-    # The channel itself is authentic (the runner believed the flipped reports) ...
+    targets = [
+        PropertyTarget("prop.fails", "tests/test_lenient.py::test_fails"),
+        PropertyTarget(
+            "prop.globals",
+            "tests/test_globals.py::test_pytest_keeps_no_config_where_product_code_can_find_it",
+        ),
+        PropertyTarget(
+            "prop.reach",
+            "tests/test_globals.py::test_no_object_of_the_session_is_reachable_from_module_globals",
+        ),
+    ]
+    run = run_properties(forger_tree, targets, 11, SandboxConfig())
+    # The channel itself is authentic (the runner believed what Hypothesis told it) ...
     assert not any("not authenticated" in line for line in run.forged)
-    # ... but the hidden canary that must fail came back green.
+    # ... but the hidden canary that must fail is a Hypothesis property too: it came back green.
     assert len(run.forged) == 1 and run.forged[0].startswith("canary canary.fail_")
     assert ": pass, expected fail with witness" in run.forged[0]
     assert run.records == []
+    # And pytest's Config is in no module global where product code could pick it up
+    # (the records are discarded, so read the session's own summary: 5 passed = the
+    # greened property, the two globals tests, both canaries).
+    assert "test_globals.py" not in run.process.stdout, run.process.stdout
+    assert "5 passed" in run.process.stdout, run.process.stdout
