@@ -17,7 +17,12 @@ patch's doing and is not reported. What counts:
 - strings naming pytest's environment (``PYTEST_CURRENT_TEST``...) or asking
   whether the test machinery is loaded (``"pytest" in sys.modules``);
 - one of the contract's seeds as an integer literal in a comparison;
-- ``__eq__`` that ignores its argument or always answers True.
+- ``__eq__`` that ignores its argument or always answers True;
+- names built to hide what they reach (issue 11): string concatenation, f-strings, joins,
+  ``chr`` and slices of constants are folded, so ``getattr``, ``__import__``,
+  ``importlib.import_module`` and ``sys.modules[...]`` with a foldable name count as if
+  written plainly. Reaching into ``__main__`` or the runner's names and argv flags, into
+  ``/proc/self``, and ``os._exit`` by any spelling are findings.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from dataclasses import dataclass
 
 MACHINERY_MODULES = ("_pytest", "pytest", "pluggy", "hypothesis.internal")
 MACHINERY_NAMES = frozenset({"_pytest", "pytest", "pluggy", "hypothesis"})
-HARD_EXITS = frozenset({"os._exit", "os.abort"})
+HARD_EXITS = frozenset({"os._exit", "os.abort", "posix._exit", "posix.abort"})
 IMPORT_EXITS = frozenset({"sys.exit", "exit", "quit", "builtins.exit", "builtins.quit"})
 FRAME_CALLS = frozenset(
     {
@@ -48,6 +53,17 @@ REPORT_NAMES = frozenset({"TestReport", "CollectReport", "CallInfo", "ExceptionI
 REPORT_ATTRS = frozenset({"longrepr", "longreprtext", "wasxfail"})
 PROFILE_CALLS = frozenset({"load_profile", "register_profile"})
 ENV_STRINGS = ("PYTEST_", "PYTHONHASHSEED", "HYPOTHESIS_")
+RUNNER_MODULE = "__main__"
+"""The scorer's runner is the ``__main__`` module of the sandboxed process."""
+RUNNER_STRINGS = (
+    "--report-fd",
+    "--secret-fd",
+    "--targets",
+    "__patchwarden_sentinel__",
+    "patchwarden-canary",
+)
+"""Argv flags and markers of the runner (sandbox/_reporter.py): no product code needs them."""
+PROC_SELF = ("/proc/self", "/proc/thread-self", "/dev/fd")
 
 
 @dataclass(frozen=True)
@@ -340,6 +356,264 @@ class _Visitor(ast.NodeVisitor):
         self.generic_visit(node)
 
 
+# -- constant folding (issue 11) -----------------------------------------------------------------
+
+FOLD_LIMIT = 4096
+"""Longest string the folder builds (a guard against `"a" * 10**9`)."""
+
+
+def constant_strings(tree: ast.Module) -> dict[str, str]:
+    """Names bound to a foldable string, flow-insensitively: a name bound to two different
+    values (or to anything not foldable) is left out."""
+    env: dict[str, str] = {}
+    dropped: set[str] = set()
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        value: ast.expr | None = None
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif (isinstance(node, ast.AnnAssign) and node.value is not None) or isinstance(
+            node, ast.NamedExpr
+        ):
+            targets, value = [node.target], node.value
+        for target in targets:
+            if not isinstance(target, ast.Name) or target.id in dropped:
+                continue
+            folded = fold(value, env) if value is not None else None
+            if folded is None or env.get(target.id, folded) != folded:
+                env.pop(target.id, None)
+                dropped.add(target.id)
+            else:
+                env[target.id] = folded
+    return env
+
+
+def fold(node: ast.expr | None, env: dict[str, str]) -> str | None:
+    """The string ``node`` always evaluates to, if it is built from constants only."""
+    folded = _fold(node, env)
+    return folded if folded is not None and len(folded) <= FOLD_LIMIT else None
+
+
+def _fold(node: ast.expr | None, env: dict[str, str]) -> str | None:
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, str) else None
+    if isinstance(node, ast.Name):
+        return env.get(node.id)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = fold(node.left, env), fold(node.right, env)
+        return left + right if left is not None and right is not None else None
+    if isinstance(node, ast.JoinedStr):
+        parts = []
+        for value in node.values:
+            if isinstance(value, ast.FormattedValue):
+                if value.format_spec is not None or value.conversion not in (-1, 115):
+                    return None
+                value = value.value
+            part = fold(value, env)
+            if part is None:
+                return None
+            parts.append(part)
+        return "".join(parts)
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+        return _fold_slice(node, env)
+    if isinstance(node, ast.Call):
+        return _fold_call(node, env)
+    return None
+
+
+def _int_value(node: ast.expr | None) -> int | None:
+    if node is None:
+        return None
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub)
+        and isinstance(node.operand, ast.Constant)
+        and type(node.operand.value) is int
+    ):
+        return -node.operand.value
+    return None
+
+
+def _fold_slice(node: ast.Subscript, env: dict[str, str]) -> str | None:
+    text = fold(node.value, env)
+    bounds = node.slice
+    if text is None or not isinstance(bounds, ast.Slice):
+        return None
+    values = [_int_value(b) for b in (bounds.lower, bounds.upper, bounds.step)]
+    given = [b is not None for b in (bounds.lower, bounds.upper, bounds.step)]
+    if any(g and v is None for g, v in zip(given, values, strict=True)) or values[2] == 0:
+        return None
+    return text[slice(*values)]
+
+
+def _fold_call(node: ast.Call, env: dict[str, str]) -> str | None:
+    func, args = node.func, node.args
+    if node.keywords:
+        return None
+    if isinstance(func, ast.Name) and func.id == "chr" and len(args) == 1:
+        code = _int_value(args[0])
+        return chr(code) if code is not None and 0 <= code < 0x110000 else None
+    if isinstance(func, ast.Name) and func.id == "str" and len(args) == 1:
+        return fold(args[0], env)
+    if isinstance(func, ast.Attribute) and len(args) == 1 and func.attr == "join":
+        separator = fold(func.value, env)
+        items = args[0]
+        if separator is None or not isinstance(items, ast.List | ast.Tuple):
+            return None
+        parts = [fold(item, env) for item in items.elts]
+        return None if any(p is None for p in parts) else separator.join(parts)  # type: ignore[arg-type]
+    if isinstance(func, ast.Attribute) and func.attr in ("lower", "upper", "strip") and not args:
+        text = fold(func.value, env)
+        return getattr(text, func.attr)() if text is not None else None
+    return None
+
+
+class _Reach(ast.NodeVisitor):
+    """Names reached through folded strings, ``__main__``, ``/proc/self``, and os._exit by any
+    spelling (issue 11). Runs beside ``_Visitor`` and reports into the same findings."""
+
+    def __init__(self, visitor: _Visitor, env: dict[str, str]) -> None:
+        self.visitor = visitor
+        self.env = env
+
+    def add(self, node: ast.AST, kind: str, detail: str) -> None:
+        self.visitor.add(node, kind, detail)
+
+    def module_of(self, node: ast.expr) -> str | None:
+        """The module an expression stands for: a name or alias, ``__import__(...)``,
+        ``importlib.import_module(...)``, ``sys.modules[...]`` with a foldable name."""
+        if isinstance(node, ast.Name | ast.Attribute):
+            return self.visitor.dotted(node)
+        if isinstance(node, ast.Call) and node.args:
+            callee = self.visitor.dotted(node.func)
+            if callee in ("__import__", "importlib.import_module", "sys.modules.get"):
+                return fold(node.args[0], self.env)
+        if isinstance(node, ast.Subscript) and self.visitor.dotted(node.value) == "sys.modules":
+            return fold(node.slice, self.env)
+        return None
+
+    def reached(self, node: ast.AST, module: str, name: str | None = None) -> None:
+        """Judge ``module`` (and ``module.name``) however it was spelled."""
+        full = f"{module}.{name}" if name else module
+        top = module.split(".", 1)[0]
+        if full in HARD_EXITS or (top in ("os", "posix", "nt") and name == "_exit"):
+            self.add(node, "hard-exit", f"reaches {top}._exit")
+        elif top == RUNNER_MODULE:
+            self.add(node, "runner-access", f"reaches into {full} (the scorer's runner)")
+        elif full in FRAME_CALLS:
+            self.add(node, "frame-inspection", f"reaches {full}")
+        elif _machinery_module(module) or _reaches_in(full):
+            self.add(node, "machinery-access", f"reaches into {full}")
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if alias.name.split(".", 1)[0] == RUNNER_MODULE:
+                self.add(node, "runner-access", "imports __main__ (the scorer's runner)")
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.level or not node.module:
+            return
+        for alias in node.names:
+            runner = node.module.split(".", 1)[0] == RUNNER_MODULE
+            exits = alias.name == "_exit" and node.module in ("os", "posix", "nt")
+            if runner or exits or f"{node.module}.{alias.name}" in HARD_EXITS:
+                self.reached(node, node.module, alias.name)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        callee = self.visitor.dotted(node.func)
+        if callee in ("getattr", "setattr", "delattr", "hasattr") and len(node.args) >= 2:
+            module = self.module_of(node.args[0])
+            name = fold(node.args[1], self.env)
+            if module is not None and name is not None:
+                self.reached(node, module, name)
+            elif name is not None and name in RUNNER_NAMES:
+                self.add(node, "runner-access", f"asks for the runner's {name}")
+        elif callee in ("__import__", "importlib.import_module", "sys.modules.get"):
+            module = self.module_of(node)
+            if module is not None and module.split(".", 1)[0] == RUNNER_MODULE:
+                self.reached(node, module)
+            elif (
+                module is not None
+                and _machinery_module(module)
+                and not isinstance(node.args[0], ast.Constant)
+            ):
+                self.add(node, "machinery-import", f"imports {module} by a built name")
+        elif isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Call):
+            module = self.module_of(node.func.value)  # __import__("o" + "s")._exit(0)
+            if module is not None:
+                self.reached(node, module, node.func.attr)
+        self.generic_visit(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        base = node.value
+        if isinstance(base, ast.Subscript | ast.Call):
+            module = self.module_of(base)
+            if module is not None:
+                self.reached(node, module, node.attr)
+        elif isinstance(base, ast.Name | ast.Attribute):
+            module = self.visitor.dotted(base)
+            if module is not None and module.split(".", 1)[0] == RUNNER_MODULE:
+                self.reached(node, module, node.attr)
+        self.generic_visit(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        base = node.value
+        key = fold(node.slice, self.env) if not isinstance(node.slice, ast.Slice) else None
+        if key is not None and self.visitor.dotted(base) == "sys.modules":
+            if not isinstance(node.slice, ast.Constant) or key.split(".")[0] == RUNNER_MODULE:
+                self.reached(node, key)
+        elif key is not None and isinstance(base, ast.Attribute) and base.attr == "__dict__":
+            module = self.module_of(base.value)  # os.__dict__["_exit"]
+            if module is not None:
+                self.reached(node, module, key)
+        elif (
+            key is not None
+            and isinstance(base, ast.Call)
+            and base.args
+            and self.visitor.dotted(base.func) == "vars"  # vars(os)["_exit"]
+        ):
+            module = self.module_of(base.args[0])
+            if module is not None:
+                self.reached(node, module, key)
+        self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        self.strings(node, node.value if isinstance(node.value, str) else None, folded=False)
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        self.strings(node, fold(node, self.env), folded=True)
+        self.generic_visit(node)
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        self.strings(node, fold(node, self.env), folded=True)
+
+    def strings(self, node: ast.AST, text: str | None, *, folded: bool) -> None:
+        """/proc/self and the runner's flags anywhere; pytest's environment when the
+        string was built (plain constants are _Visitor's)."""
+        if text is None:
+            return
+        shown = text if len(text) <= 60 else text[:57] + "..."
+        if any(marker in text for marker in PROC_SELF):
+            self.add(node, "proc-self", f"uses the path {shown!r} (the process's own /proc)")
+        if any(marker in text for marker in RUNNER_STRINGS):
+            self.add(node, "runner-access", f"uses the runner's {shown!r}")
+        if folded and any(marker in text for marker in ENV_STRINGS):
+            self.add(node, "pytest-env", f"builds the string {shown!r}")
+
+
+RUNNER_NAMES = frozenset(
+    {"_emit", "Reporter", "TARGETS", "CANARIES", "CHANNEL_FD", "_signer", "_report", "SEED"}
+)
+"""Globals of the runner (sandbox/_reporter.py) product code has no business asking for."""
+
+
+def reach_findings(tree: ast.Module, visitor: _Visitor) -> None:
+    """Run the folding pass over ``tree``, adding to ``visitor``'s findings."""
+    _Reach(visitor, constant_strings(tree)).visit(tree)
+
+
 def _dedupe_chains(findings: list[Finding]) -> list[Finding]:
     """``pytest.a.b`` visits three attributes; keep the longest per line."""
     access = [f for f in findings if f.kind == "machinery-access" and "reaches into" in f.detail]
@@ -363,7 +637,19 @@ def find_suspicious(source: str, path: str, seeds: Collection[int]) -> list[Find
         return [Finding(path, line, "unparsable", f"cannot be parsed ({type(exc).__name__})")]
     visitor = _Visitor(path, seeds)
     visitor.visit(tree)
-    return _dedupe_chains(visitor.findings)
+    reach_findings(tree, visitor)
+    return _dedupe_findings(_dedupe_chains(visitor.findings))
+
+
+def _dedupe_findings(findings: list[Finding]) -> list[Finding]:
+    """The plain and the folding pass may see the same thing on one line: keep one."""
+    seen: set[tuple[int, str]] = set()
+    kept = []
+    for finding in findings:
+        if (finding.line, finding.detail) not in seen:
+            seen.add((finding.line, finding.detail))
+            kept.append(finding)
+    return kept
 
 
 def new_suspicious(
