@@ -54,12 +54,14 @@ class RunSecret:
     key: bytes
     exit_status: int
     canary_file: str
-    """The canary file's name, inside CANARY_DIR."""
+    """The canary file's name, inside canary_dir."""
     canaries: tuple[Canary, ...]
+    canary_dir: str = CANARY_DIR
+    """Where the process sees the canary file's directory."""
 
     @property
     def canary_path(self) -> str:
-        return f"{CANARY_DIR}/{self.canary_file}"
+        return f"{self.canary_dir}/{self.canary_file}"
 
     def payload(self) -> bytes:
         """The bytes written to the reporter's secret descriptor."""
@@ -89,7 +91,7 @@ CANARY_FAIL_LINE = 13
 """The line of the failing assertion in CANARY_SOURCE (the witness names it)."""
 
 
-def new_secret() -> RunSecret:
+def new_secret(canary_dir: str = CANARY_DIR) -> RunSecret:
     """A fresh key, exit status and pair of canaries (names drawn at random per run)."""
     low, high = EXIT_STATUS_RANGE
     token = secrets.token_hex(6)
@@ -109,6 +111,7 @@ def new_secret() -> RunSecret:
                 f"{fail_prop}|AssertionError|{canary_file}:{CANARY_FAIL_LINE}",
             ),
         ),
+        canary_dir=canary_dir,
     )
 
 

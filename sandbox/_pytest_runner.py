@@ -253,9 +253,12 @@ def run_properties(
 
     ``layout``: where the project's code is imported from; the scorer passes the parent's
     to both trees (None: read from ``tree``)."""
-    secret = new_secret()
     targets_json = json.dumps([[t.prop, t.node_id] for t in targets])
     with tempfile.TemporaryDirectory(prefix="patchwarden-canary-") as canary_dir:
+        # Under bubblewrap the directory is mounted outside the tree; without isolation
+        # (development only) the process reads it where it is.
+        isolated = config.backend == "bubblewrap"
+        secret = new_secret(CANARY_DIR if isolated else canary_dir)
         _write_canary(Path(canary_dir), secret)
         raw, problems, process = _run_reporter(
             tree,
@@ -267,7 +270,7 @@ def run_properties(
             limits=limits,
             layout=layout if layout is not None else layout_for(tree, config),
             secret=secret,
-            extra_ro_mounts=[(Path(canary_dir), CANARY_DIR)],
+            extra_ro_mounts=[(Path(canary_dir), CANARY_DIR)] if isolated else [],
         )
     reading = verify_channel(raw, secret, process.exit_code)
     canaries = [c.prop for c in secret.canaries]

@@ -207,6 +207,12 @@ def test_honest_uses_of_frames_are_not_refused(honest_run: PropertyRun) -> None:
     }
 
 
+def test_without_isolation_the_canaries_are_read_where_they_are(probe_tree: Path) -> None:
+    """backend none (development only): no mount, the same checks."""
+    run = run_properties(probe_tree, _targets(HONEST_NAMES[:1]), 11, SandboxConfig(backend="none"))
+    assert run.forged == [] and [r.status for r in run.records] == ["pass"]
+
+
 @pytest.mark.bwrap
 def test_each_primitive_is_refused_and_recorded(probe_tree: Path) -> None:
     run = run_properties(probe_tree, _targets(list(PRIMITIVES)), 11, SandboxConfig())
