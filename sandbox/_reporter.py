@@ -690,10 +690,12 @@ def _signer(secret_fd, end_fd, channel_fd, ready, canaries_out, main_ident, main
     str_, int_, float_, bool_, list_, tuple_, dict_ = str, int, float, bool, list, tuple, dict
     int_repr, float_repr, hexlify, encode = int.__repr__, float.__repr__, bytes.hex, str.encode
     join_text, join_bytes, items, get = str.join, bytes.join, dict.items, dict.get
+    enumerate_, len_, os_error, suppress = enumerate, len, OSError, contextlib.suppress
+    any_error = BaseException
 
     def say(text):
         """An unauthenticated line on the channel: the host treats the run as forged."""
-        with contextlib.suppress(OSError):
+        with suppress(os_error):
             write(channel_fd, b"signer: " + text + b"\n")
 
     def canon(value):
@@ -770,14 +772,14 @@ def _signer(secret_fd, end_fd, channel_fd, ready, canaries_out, main_ident, main
         if type_(rows) is not list_ or type_(end) is not dict_:
             say(b"the runner's rows are malformed")
             return
-        lines = [line({"seq": seq, "row": row}) for seq, row in enumerate(rows)]
+        lines = [line({"seq": seq, "row": row}) for seq, row in enumerate_(rows)]
         end_body = dict_(end)
-        end_body["rows"] = len(lines)
-        lines.append(line({"seq": len(lines), "end": end_body}))
+        end_body["rows"] = len_(lines)
+        lines.append(line({"seq": len_(lines), "end": end_body}))
         data = join_bytes(b"", lines)
         while data:
             data = data[write(channel_fd, data) :]
-    except BaseException:
+    except any_error:
         say(b"failed while signing")
         return
     exit_now(exit_status)
@@ -823,12 +825,21 @@ def _arm(channel_fd, signer_ident, signer_code, interpreter_dirs):
     fix_filename, module_spec = _imp._fix_co_filename, importlib.machinery.ModuleSpec
     from_bytes, spec_attrs = int.from_bytes, vars(importlib.machinery.ModuleSpec)
     refused_error, type_, str_, bytes_, int_, id_ = RuntimeError, type, str, bytes, int, id
-    join_text, join_bytes = str.join, bytes.join
+    join_text, join_bytes, isinstance_, len_, vars_ = str.join, bytes.join, isinstance, len, vars
+    set_, frozenset_, list_, memoryview_ = set, frozenset, list, memoryview
+    os_error, value_error, suppress, read_only = (
+        OSError,
+        ValueError,
+        contextlib.suppress,
+        os.O_RDONLY,
+    )
+    bad_code = (OSError, SyntaxError, ValueError, EOFError, TypeError)
+    proc_words, refusals_written = PATHS_UNDER_PROC, REFUSALS_WRITTEN
 
     def codes_in(roots):
         """Every code object reachable from ``roots`` through constants (nested functions,
         lambdas, comprehensions), by id; kept alive so no id is ever reused."""
-        found, todo = {}, list(roots)
+        found, todo = {}, list_(roots)
         while todo:
             code = todo.pop()
             if id_(code) in found:
@@ -855,7 +866,7 @@ def _arm(channel_fd, signer_ident, signer_code, interpreter_dirs):
         return id_(inner[0]) if len(inner) == 1 else None
 
     def ids(*candidates):
-        return frozenset(c for c in candidates if c is not None)
+        return frozenset_(c for c in candidates if c is not None)
 
     # Trusted functions that hand a frame (or a traceback's frame) to their caller: the
     # caller decides. See docs/design/runner.md for the list and why.
@@ -1016,18 +1027,18 @@ def _arm(channel_fd, signer_ident, signer_code, interpreter_dirs):
     def refuse(event, detail, asked):
         nonlocal written
         event = shown_as.get(event, event)
-        if written < REFUSALS_WRITTEN:
+        if written < refusals_written:
             written += 1
             text = f"refused: {event}{detail} from {asked}\n"
-            with contextlib.suppress(OSError):
+            with suppress(os_error):
                 write(channel_fd, text.encode("utf-8", "replace"))
         raise refused_error(f"patchwarden: {event} is refused in the scorer's runner")
 
     def text_of(path):
         kind = type_(path)
-        if kind is str_ or isinstance(path, str_):
+        if kind is str_ or isinstance_(path, str_):
             return join_text("", (path,))
-        if kind is bytes_ or isinstance(path, bytes_):
+        if kind is bytes_ or isinstance_(path, bytes_):
             return join_bytes(b"", (path,)).decode("utf-8", "surrogateescape")
         if kind in pure_types:
             return pure_str(path)
@@ -1046,7 +1057,7 @@ def _arm(channel_fd, signer_ident, signer_code, interpreter_dirs):
             candidate = result + "/" + name
             try:
                 is_symlink = is_link(lstat(candidate).st_mode)
-            except OSError:
+            except os_error:
                 is_symlink = False
             if not is_symlink or hops > 40:
                 result = candidate
@@ -1065,16 +1076,16 @@ def _arm(channel_fd, signer_ident, signer_code, interpreter_dirs):
         if not text:
             return None
         parts = text.split("/")
-        if "mem" in parts or (not text.startswith("/") and PATHS_UNDER_PROC & set(parts)):
+        if "mem" in parts or (not text.startswith("/") and proc_words & set_(parts)):
             return text
         absolute = text if text.startswith("/") else getcwd() + "/" + text
         real = resolve(absolute).split("/")
-        if len(real) < 3 or real[1] != "proc":
+        if len_(real) < 3 or real[1] != "proc":
             return None
         return text if real[2] in ("self", "thread-self") or real[2].isdigit() else None
 
     def file_bytes(path):
-        fd = open_fd(path, os.O_RDONLY)
+        fd = open_fd(path, read_only)
         try:
             chunks = []
             while chunk := read_fd(fd, 1 << 20):
@@ -1088,7 +1099,7 @@ def _arm(channel_fd, signer_ident, signer_code, interpreter_dirs):
         if type_(path) is not str_ or not path.startswith(interpreter_dirs):
             return False
         # Only immutable data: what is compared is what marshal reads.
-        if type_(data) is memoryview and type_(data.obj) is bytes_:
+        if type_(data) is memoryview_ and type_(data.obj) is bytes_:
             data = bytes_(data)
         return type_(data) is bytes_ and data == file_bytes(path)[16:]
 
@@ -1105,7 +1116,7 @@ def _arm(channel_fd, signer_ident, signer_code, interpreter_dirs):
                 code = loads(cached[16:])
                 fix_filename(code, path)
                 return code
-        except (OSError, ValueError, EOFError, TypeError):
+        except bad_code:
             pass
         return compile_(source, path, "exec", dont_inherit=True)
 
@@ -1120,24 +1131,24 @@ def _arm(channel_fd, signer_ident, signer_code, interpreter_dirs):
             return
         try:
             genuine = genuine_module_code(path)
-        except (OSError, SyntaxError, ValueError):
+        except bad_code:
             return
         if genuine == code:
             found = codes_in([code])
             kept.update(found)
-            trusted = trusted | frozenset(found)
+            trusted = trusted | frozenset_(found)
 
     def plain_spec(spec):
         """A ModuleSpec whose name C reads without running any other code."""
         return (
             type_(spec) is module_spec
             and "name" not in spec_attrs
-            and type_(vars(spec).get("name")) is str_
+            and type_(vars_(spec).get("name")) is str_
         )
 
     def disarm(module):
         """A builtin module made anew has fresh functions: guard them too."""
-        namespace = vars(module)
+        namespace = vars_(module)
         name = namespace.get("__name__")
         for attr, original, guard in (
             ("signal", original_signal, guarded_signal),
@@ -1170,7 +1181,7 @@ def _arm(channel_fd, signer_ident, signer_code, interpreter_dirs):
 
     def plain(value):
         """``value`` as an exact str when it is a str of any kind, else None."""
-        return join_text("", (value,)) if isinstance(value, str_) else None
+        return join_text("", (value,)) if isinstance_(value, str_) else None
 
     def facts_of(event, args):
         """What ``judge`` needs from the event's arguments, reduced here (outside the
@@ -1205,7 +1216,7 @@ def _arm(channel_fd, signer_ident, signer_code, interpreter_dirs):
         try:
             try:
                 frame = getframe(1)
-            except ValueError:  # called from C with no Python frame on this thread
+            except value_error:  # called from C with no Python frame on this thread
                 frame = None
             action = judge(event, facts, frame)
         finally:

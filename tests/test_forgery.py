@@ -171,6 +171,15 @@ PRIMITIVES = {
     "audit_hook": "import sys; sys.addaudithook(lambda *a: None)",
     "crafted_code": "(lambda: 1).__code__.replace(co_consts=(2,))",
     "marshal": "import marshal; marshal.loads(marshal.dumps(compile('1', 'x', 'eval')))",
+    # The hook bound what it calls before the tree was importable: replacing a module
+    # attribute it once used neither hushes a refusal nor changes a decision.
+    "hushed_refusal": "import contextlib, gc\n"
+    "    original = contextlib.suppress\n"
+    "    contextlib.suppress = None\n"
+    "    try:\n"
+    "        gc.get_referents(gc)\n"
+    "    finally:\n"
+    "        contextlib.suppress = original",
 }
 PROBES = HONEST + "".join(
     f"\ndef test_{name}():\n    {body}\n" for name, body in PRIMITIVES.items()
@@ -228,6 +237,7 @@ def test_each_primitive_is_refused_and_recorded(probe_tree: Path) -> None:
     events = {event for event, _ in refusals}
     assert {
         "gc.get_objects",
+        "gc.get_referents",
         "sys._getframe",
         "object.__getattr__",
         "sys._current_frames",
