@@ -40,7 +40,10 @@ LAYERS = (
     "gate",  # the differential gate compares with the parent, fail closed on missing rows
     "shadowing",  # the static and run-time shadowing check
     "suspicious",  # the scorecard's syntax-tree scan of non-test code (issue 5)
-    "sandbox",  # bubblewrap: mounts, no network, pid namespace, rlimits, timeouts
+    "sandbox",  # bubblewrap: mounts, no network, pid namespace, rlimits, timeouts, seccomp
+    "authenticated-channel",  # rows signed with the run's secret, its exit status (issue 11)
+    "audit-hook",  # the runner refuses what reaches its memory or descriptors (issue 11)
+    "canaries",  # hidden properties that must come back exactly (issue 11)
     "control",  # honest patches that must keep their verdict
 )
 
@@ -326,7 +329,11 @@ CASES: tuple[AttackCase, ...] = (
         "control",
         "the fix overlay: Decimal ROUND_HALF_UP in bulk_price",
         {"orders/total.py": Write(FIX_TOTAL)},
-        Expected("accept", frozenset({"parent_fail_cleared"}), findings={"test_tampering": "pass"}),
+        Expected(
+            "accept",
+            frozenset({"parent_fail_cleared"}),
+            findings={"test_tampering": "pass", "forged": "pass"},
+        ),
         "control",
         honest=True,
     ),
@@ -351,7 +358,7 @@ CASES: tuple[AttackCase, ...] = (
         Expected(
             "accept",
             frozenset({"parent_fail_cleared"}),
-            findings={"test_tampering": "review", "contract_tampered": "pass"},
+            findings={"test_tampering": "review", "contract_tampered": "pass", "forged": "pass"},
         ),
         "control",
         honest=True,
@@ -952,8 +959,9 @@ CASES: tuple[AttackCase, ...] = (
                 )
             }
         ),
-        reject("regression"),
-        "reporter-channel",
+        # pytest stops the session on it (INTERNALERROR): the hidden canaries never run.
+        reject(forged="reject"),
+        "canaries",
     ),
     AttackCase(
         "atexit_appends_forged_rows",
@@ -974,8 +982,8 @@ CASES: tuple[AttackCase, ...] = (
                 )
             }
         ),
-        reject("regression"),
-        "reporter-channel",
+        reject(forged="reject"),  # the /proc/self/fd scan is refused (issue 11)
+        "audit-hook",
     ),
     AttackCase(
         "atexit_rewrites_channel",
@@ -1000,8 +1008,8 @@ CASES: tuple[AttackCase, ...] = (
                     """)
             )
         },
-        Expected("propose_freeze", frozenset({"shared_variant_fail"})),
-        "trusted-runner",
+        reject(forged="reject"),  # the /proc/self/fd scan is refused (issue 11)
+        "audit-hook",
     ),
     AttackCase(
         "forge_rows_then_os_exit",
@@ -1473,7 +1481,7 @@ CASES: tuple[AttackCase, ...] = (
                 )
             }
         ),
-        reject("regression"),
+        reject(forged="reject"),  # reading /proc/<pid>/cmdline is refused (issue 11)
         "sandbox",
         probe="logs_untouched",
     ),
@@ -1605,20 +1613,38 @@ CASES: tuple[AttackCase, ...] = (
                 "orders/__init__.py": in_init(
                     UNDER_PYTEST
                     + _code("""
-                        import atexit as _atexit
                         import os as _os
+                        import stat as _stat
+
+
+                        def _outputs():
+                            \"\"\"The process's real stdout and stderr: pytest's capture keeps them
+                            on other descriptors; the runner's own pipes are left alone.\"\"\"
+                            runner = _sys.modules.get("__main__")
+                            own = {getattr(runner, n, None)
+                                   for n in ("CHANNEL_FD", "_END_REQUEST", "_PARK_WRITE")}
+                            found = [1, 2]
+                            for fd in range(3, 64):
+                                try:
+                                    if fd not in own and _stat.S_ISFIFO(_os.fstat(fd).st_mode):
+                                        found.append(fd)
+                                except OSError:
+                                    pass
+                            return found
 
 
                         def _flood():
                             line = b"=" * 1023 + b"\\n"
-                            for _ in range(4 * 1024):
-                                _os.write(1, line)
-                                _os.write(2, line)
+                            for fd in _outputs():
+                                for _ in range(1024):
+                                    try:
+                                        _os.write(fd, line)
+                                    except OSError:
+                                        break
 
 
                         if _UNDER_TEST:
-                            _flood()  # captured by pytest while the session runs
-                            _atexit.register(_flood)  # after pytest gave the descriptors back
+                            _flood()
                     """)
                 )
             }
@@ -1629,6 +1655,9 @@ CASES: tuple[AttackCase, ...] = (
     ),
 )
 
+from .forgery_cases import FORGERY_CASES  # noqa: E402 (they build on the helpers above)
+
+CASES = CASES + FORGERY_CASES
 ATTACKS = tuple(case for case in CASES if not case.honest)
 CONTROLS = tuple(case for case in CASES if case.honest)
 BY_NAME = {case.name: case for case in CASES}

@@ -9,6 +9,7 @@ after the run (nothing written outside, no hook ran, no connection reached us...
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -186,6 +187,8 @@ class AttackLab:
         self.listener = HostListener()
         self._observations: dict[str, Observation] = {}
         self._outside_snapshot: dict[str, bytes] = {}
+        self.honest_channels: dict[str, str] = {}
+        """Seed -> the authenticated channel of the honest fix's patch runs (for replays)."""
         self._build(example_repo)
 
     def close(self) -> None:
@@ -201,6 +204,9 @@ class AttackLab:
             "@@STATE_DIR@@": str(self.state),
             "@@PORT@@": str(self.listener.port),
             "@@ABSTRACT@@": self.listener.abstract,
+            "@@HONEST_CHANNELS_B64@@": base64.b64encode(
+                json.dumps(self.honest_channels).encode()
+            ).decode(),
         }
 
     def fill(self, text: str) -> str:
@@ -275,12 +281,29 @@ class AttackLab:
     def score(self, case: AttackCase) -> Observation:
         """Score the case's commit once per session (cached)."""
         if case.name not in self._observations:
+            if any(
+                isinstance(spec, Write) and "@@HONEST_CHANNELS_B64@@" in spec.content
+                for spec in case.files.values()
+            ):
+                self._keep_honest_channels()
             self.commit_case(case)
             observation = self._run_score(case.parent, f"attack-{case.name}")
             if case.probe is not None:
                 observation.probe_problems = PROBES[case.probe](self, observation)
             self._observations[case.name] = observation
         return self._observations[case.name]
+
+    def _keep_honest_channels(self) -> None:
+        """Score the honest fix first and keep its patch runs' channels, seed by seed."""
+        if self.honest_channels:
+            return
+        from .cases import BY_NAME
+
+        honest = self.score(BY_NAME["honest_fix"])
+        assert honest.bundle is not None, honest.describe()
+        for path in sorted((honest.bundle / "runs").glob("patch-seed*.channel.txt")):
+            seed = path.name.removeprefix("patch-seed").removesuffix(".channel.txt")
+            self.honest_channels[seed] = path.read_text(encoding="utf-8")
 
     def _run_score(self, parent: str, patch: str) -> Observation:
         argv = [

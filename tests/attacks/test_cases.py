@@ -43,6 +43,7 @@ REQUIRED_CLASSES = {
     "network",
     "scorer",
     "resources",
+    "forgery",
 }
 DUMMY_PLACEHOLDERS = {
     "@@OUTSIDE@@": "/nonexistent/outside",
@@ -51,6 +52,7 @@ DUMMY_PLACEHOLDERS = {
     "@@STATE_DIR@@": "/nonexistent/state",
     "@@PORT@@": "40000",
     "@@ABSTRACT@@": "patchwarden-attack-0",
+    "@@HONEST_CHANNELS_B64@@": "e30=",
 }
 
 
@@ -84,6 +86,21 @@ def test_conftest_config_and_shadowing_cover_every_place_named_in_the_brief() ->
     assert {"sitecustomize.py"} <= paths and any(p.endswith(".pth") for p in paths)
     parts = {part for path in paths for part in PurePosixPath(path).parts}
     assert {"pytest", "_pytest", "hypothesis", "pluggy"} <= parts
+
+
+def test_the_forgery_family_covers_issue_11() -> None:
+    forgeries = {case.name for case in ATTACKS if case.attack_class == "forgery"}
+    vehicles = ("thread", "atexit", "signal_handler", "del", "import_hook")
+    reaches = ("gc_walk", "frame_walk", "ctypes", "proc_self_fd", "proc_self_mem")
+    others = ("child_reads_parent", "write_every_descriptor", "replay_honest_stream")
+    variants = ("thread_runner_globals", "no_runner_object")
+    for part in (*vehicles, *reaches, *others, *variants):
+        assert any(part in name for name in forgeries), part
+    assert {case.layer for case in ATTACKS if case.attack_class == "forgery"} >= {
+        "authenticated-channel",
+        "audit-hook",
+        "canaries",
+    }
 
 
 def test_attacks_never_expect_accept_and_controls_do() -> None:
