@@ -7,7 +7,11 @@ does more (scratch clone, worktrees, restore, hashing, sandbox, evidence
 bundle) and must still be faster. Both are measured in this run, alternating,
 on the orders example (base -> patch-fix). Prints both times and the ratio.
 
-    python bench/score_overhead.py [--rounds N]
+With ``--baseline PATH`` (another install's ``patchwarden``, e.g. of the commit before a
+change) that one's ``score`` is timed too, interleaved with ours, so a change's own cost is
+read off the same noisy machine (issue 11 used it for its new layers).
+
+    python bench/score_overhead.py [--rounds N] [--baseline PATH]
 """
 
 from __future__ import annotations
@@ -83,11 +87,11 @@ def by_hand(repo: Path, work: Path, plugin_dir: Path) -> float:
     return time.perf_counter() - start
 
 
-def with_score(repo: Path, logs: Path, state: Path) -> float:
+def with_score(repo: Path, logs: Path, state: Path, executable: str = "patchwarden") -> float:
     start = time.perf_counter()
     proc = subprocess.run(
         [
-            "patchwarden",
+            executable,
             "score",
             "--repo",
             str(repo),
@@ -113,6 +117,7 @@ def with_score(repo: Path, logs: Path, state: Path) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--baseline", help="another patchwarden executable, timed interleaved")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
@@ -122,15 +127,26 @@ def main() -> None:
         plugin_dir.mkdir()
         (plugin_dir / "seedplugin.py").write_text(SEED_PLUGIN)
         with_score(repo, base / "logs", base / "state")  # warm the scratch clone and caches
-        hand, ours = [], []
+        if args.baseline:
+            with_score(repo, base / "logs-baseline", base / "state-baseline", args.baseline)
+        hand, ours, theirs = [], [], []
         for round_no in range(args.rounds):
             hand.append(by_hand(repo, base / f"hand{round_no}", plugin_dir))
             ours.append(with_score(repo, base / "logs", base / "state"))
+            if args.baseline:
+                theirs.append(
+                    with_score(repo, base / "logs-baseline", base / "state-baseline", args.baseline)
+                )
     h, s = statistics.median(hand), statistics.median(ours)
     print(f"cores: {os.cpu_count()}  rounds: {args.rounds}  (2 trees x {len(SEEDS)} seeds)")
     print(f"by hand, sequential pytest: median {h:6.2f} s  runs {[round(x, 2) for x in hand]}")
     print(f"patchwarden score:          median {s:6.2f} s  runs {[round(x, 2) for x in ours]}")
     print(f"ratio score / by hand: {s / h:.2f}")
+    if theirs:
+        b = statistics.median(theirs)
+        shown = [round(x, 2) for x in theirs]
+        print(f"baseline score:             median {b:6.2f} s  runs {shown}")
+        print(f"ratio score / baseline score: {s / b:.3f}")
 
 
 if __name__ == "__main__":
