@@ -79,7 +79,6 @@ _report = os.fdopen(CHANNEL_FD, "w", buffering=1, closefd=False) if MODE == "age
 # tree is put on sys.path, so a module of the same name in the tree cannot
 # take its place: the machinery, the Hypothesis pytest plugin we pass with
 # -p, and the standard-library modules pytest imports lazily (pdb & co).
-import _hypothesis_pytestplugin  # noqa: E402, F401 (imported here, not by pytest's loader)
 import _pytest._code.code  # noqa: E402
 import _pytest.mark.structures  # noqa: E402
 import _pytest.python  # noqa: E402
@@ -153,6 +152,9 @@ def _hypothesis_on_demand():
 
 
 if MODE == "scorer":
+    # The plugin too: imported here, not later through pytest's loader, which would keep
+    # the session on its module (__loader__.session).
+    import _hypothesis_pytestplugin  # noqa: F401
     from hypothesis import Phase, settings
 
     # The explain phase traces the test with sys.settrace, which the scorer's runner
