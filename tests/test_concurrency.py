@@ -76,7 +76,7 @@ def test_eight_concurrent_scores_all_give_their_verdicts(
         bundle = Path(entry["bundle"])
         assert {p.name for p in bundle.iterdir()} == BUNDLE_FILES
         assert json.loads((bundle / "decision.json").read_text()) == decision
-        assert len(list((bundle / "runs").iterdir())) == 2 * 3 * 3
+        assert len(list((bundle / "runs").iterdir())) == 2 * 3 * 4  # json, stdout, stderr, channel
         assert len((bundle / "review-note.txt").read_text().splitlines()) == 4
     assert [p.name for p in (logs / "verdicts").iterdir() if p.name.startswith(".")] == []
 

@@ -113,7 +113,7 @@ def test_each_verdict_is_a_whole_bundle_with_one_index_line(batch: dict) -> None
         bundle = Path(entry["bundle"])
         assert bundle.parent.parent == batch["logs"]
         assert {p.name for p in bundle.iterdir()} == BUNDLE_FILES
-        assert len(list((bundle / "runs").iterdir())) == 2 * 3 * 3
+        assert len(list((bundle / "runs").iterdir())) == 2 * 3 * 4  # json, stdout, stderr, channel
     assert [p.name for p in batch["bundles_after_first"] if p.name.startswith(".")] == []
 
 
