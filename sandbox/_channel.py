@@ -32,6 +32,8 @@ EXIT_STATUS_RANGE = (10, 100)
 below the 128+N of a death by signal."""
 CANARY_DIR = "/run/patchwarden-canary"
 """Where the canary file is mounted read-only inside the sandbox (outside /workspace)."""
+OBSERVED = "observed: "
+"""Lines the runner's audit hook writes when the project's own code reads a frame."""
 EVIDENCE_LINE_CHARS = 200
 FORGED_LINES_SHOWN = 20
 """Evidence lines kept per run; the count of the rest is added."""
@@ -129,6 +131,9 @@ class ChannelReading:
     end: dict[str, Any] | None = None
     """The authenticated end marker's body, when it came last and in sequence."""
     forged: list[str] = field(default_factory=list)
+    observed: list[str] = field(default_factory=list)
+    """Frame introspection the runner saw the project's code do (``observed:`` lines):
+    not a forgery by itself; the scorer compares the patch's with the parent's."""
 
 
 def _shown(line: str) -> str:
@@ -161,6 +166,10 @@ def verify_channel(raw: bytes, secret: RunSecret, exit_code: int | None) -> Chan
     expected_seq = 0
     lines = raw.decode("utf-8", "surrogateescape").splitlines()
     for number, line in enumerate(lines, start=1):
+        if line.startswith(OBSERVED):
+            if line[len(OBSERVED) :] not in reading.observed:
+                reading.observed.append(line[len(OBSERVED) :])
+            continue
         body = _authenticated(line, secret.key)
         if body is None:
             lines_wrong.append(f"channel line {number} is not authenticated: {_shown(line)}")

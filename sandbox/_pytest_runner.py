@@ -71,6 +71,9 @@ class PropertyRun:
     """The channel as it came back (for reviewers; a later run's key differs)."""
     canaries: list[str] = field(default_factory=list)
     """The run's hidden canary properties (ids), left out of `records`."""
+    observed: list[str] = field(default_factory=list)
+    """Frame introspection by the project's code (see docs/design/runner.md): the scorer
+    rejects what the patch's runs do and the parent's do not."""
 
 
 @dataclass(frozen=True)
@@ -317,6 +320,7 @@ def run_properties(
         forged=reading.forged,
         channel=raw.decode("utf-8", "replace"),
         canaries=canaries,
+        observed=reading.observed,
     )
 
 

@@ -933,6 +933,15 @@ def _arm(channel_fd, signer_ident, signer_code, interpreter_dirs):
         **{name: frozenset() for name in CTYPES_EVENTS},
         "ctypes.*": frozenset(),
     }
+    # Code surgery and bytecode can read any memory, but the project's own code may need
+    # them (jinja2 renames code objects to fake its template tracebacks): observed, not
+    # refused, like frame reads; the scorer rejects them in code the patch changed.
+    observed_only = {
+        "code.__new__": "",
+        "object.__setattr__": " .__code__",
+        "marshal.loads": "",
+        "marshal.load": "",
+    }
     frame_attrs = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code"})
     path_events = frozenset({"open", "os.listdir", "os.scandir", "os.chdir", "os.symlink"})
     forbidden_modules = frozenset(
@@ -954,6 +963,7 @@ def _arm(channel_fd, signer_ident, signer_code, interpreter_dirs):
     frame_reads = frozenset({"sys._getframe", "object.__getattr__"})
     window = set()  # threads whose hook is reading frames (nothing but C runs there)
     written = 0
+    observed = set()  # sites already written as observed (one line per site and run)
 
     # -- inside the window: frames only ---------------------------------------------------
 
@@ -972,16 +982,26 @@ def _arm(channel_fd, signer_ident, signer_code, interpreter_dirs):
             frame = frame.f_back
         return True
 
-    def where(frame):
+    def asker(frame):
         """The first untrusted frame from ``frame`` up: the code that asked."""
         asked = frame
         while asked is not None and is_trusted(asked):
             asked = asked.f_back
-        asked = asked or frame
+        return asked or frame
+
+    def where(frame):
+        asked = asker(frame)
         if asked is None:
             return "no Python caller"
         code = asked.f_code
         return f"{code.co_filename}:{asked.f_lineno} ({code.co_name})"
+
+    def site(frame):
+        """Where, without the line: what the parent's runs are compared on."""
+        asked = asker(frame)
+        if asked is None:
+            return "no Python caller"
+        return f"{asked.f_code.co_filename} ({asked.f_code.co_name})"
 
     def judge(event, facts, frame):
         """What to do: None (let it happen), ("refuse", detail, where) or another action
@@ -999,18 +1019,24 @@ def _arm(channel_fd, signer_ident, signer_code, interpreter_dirs):
                 return None
             return ("refuse", " on the signer's thread", where(frame))
         if event in critical:
-            if frame is None or id_(frame.f_code) not in critical[event]:
-                return ("refuse", "", where(frame))
-            if frame.f_code is compile_bytecode:
-                return ("check_pyc", frame.f_locals.get("bytecode_path"))
-            return None
+            if frame is not None and id_(frame.f_code) in critical[event]:
+                if frame.f_code is compile_bytecode:
+                    seen = f"{event} of bytecode that is not the interpreter's from {site(frame)}"
+                    return ("check_pyc", frame.f_locals.get("bytecode_path"), seen)
+                return None
+            if event in observed_only:
+                return ("observe", f"{event}{observed_only[event]} from {site(frame)}")
+            return ("refuse", "", where(frame))
         if event in frame_reads:
             if caller_trusted(frame):
                 return None
-            return ("refuse", f" .{facts}" if facts else "", where(frame))
+            # The project's own code may read frames (jinja2 rewrites its tracebacks): the
+            # read is observed, not refused, and the scorer compares it with the parent's.
+            detail = f" .{facts}" if facts else ""
+            return ("observe", f"{event}{detail} from {site(frame)}")
         if event == "function.__new__" or event == "exec":
             if facts is not None and id_(facts) in trusted and not caller_trusted(frame):
-                return ("refuse", " of trusted code", where(frame))
+                return ("observe", f"{event} of trusted code from {site(frame)}")
             if event == "exec" and facts is not None and frame is not None:
                 return ("check_module",) if frame.f_code is frames_removed else None
             return None
@@ -1160,13 +1186,22 @@ def _arm(channel_fd, signer_ident, signer_code, interpreter_dirs):
             if name == original.__self__.__name__ and type_(value) is type_(original):
                 namespace[attr] = guard
 
+    def observe(text):
+        if text in observed or len_(observed) >= refusals_written:
+            return
+        observed.add(text)
+        with suppress(os_error):
+            write(channel_fd, f"observed: {text}\n".encode("utf-8", "replace"))
+
     def carry_out(event, args, action):
         kind = action[0]
         if kind == "refuse":
             refuse(event, action[1], action[2])
+        elif kind == "observe":
+            observe(action[1])
         elif kind == "check_pyc":
             if not pyc_matches(action[1], args[0]):
-                refuse(event, " of bytecode that is not the interpreter's", "importlib")
+                observe(action[2])
         elif kind == "check_module":
             trust_module(args[0])
         elif kind == "patchwarden.signal":

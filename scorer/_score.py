@@ -20,7 +20,7 @@ import contextlib
 import importlib.util
 import itertools
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -226,13 +226,32 @@ def _runtime_tampering(runs: dict[tuple[str, int], PropertyRun]) -> list[str]:
     return found
 
 
-def _forgeries(runs: dict[tuple[str, int], PropertyRun]) -> list[str]:
-    """Every reason a run's channel cannot be believed, for the `forged` check."""
-    return [
+def _forgeries(
+    runs: dict[tuple[str, int], PropertyRun], changed: Collection[str] = ()
+) -> list[str]:
+    """Every reason a run's channel cannot be believed, for the `forged` check, and the
+    introspection the runner observed in code the patch changed (``changed``: the patch's
+    added or modified non-test Python files). The project's unchanged code may read frames
+    or rename code objects (jinja2 does); code the patch wrote may not."""
+    found = [
         f"{name} seed {seed}: {line}"
         for (name, seed), run in sorted(runs.items())
         for line in run.forged
     ]
+    found += [
+        f"{name} seed {seed}: {line}, in code the patch changed"
+        for (name, seed), run in sorted(runs.items())
+        if name == "patch"
+        for line in run.observed
+        if _observed_in(line, changed)
+    ]
+    return found
+
+
+def _observed_in(line: str, changed: Collection[str]) -> bool:
+    """Whether an observation (``... from PATH (function)``) is in one of ``changed``."""
+    path = line.rsplit(" from ", 1)[-1].rsplit(" (", 1)[0]
+    return any(path == rel or path.endswith("/" + rel) for rel in changed)
 
 
 def _read_text(tree: Path, rel: str) -> str | None:
@@ -317,6 +336,7 @@ def _run_evidence(bundle: BundleWriter, outcomes: Mapping[tuple[str, int], RunOu
                 "shadowed": run.shadowed,
                 "problems": run.problems,
                 "forged": run.forged,
+                "observed": run.observed,
                 "canaries": run.canaries,
                 "exit_code": run.process.exit_code,
                 "signal": run.process.signal,
@@ -633,7 +653,7 @@ def finish_score(
             check_spec_review(gate, before.sources, before.fixture_changes),
             before.quarantine,
             before.suspicious,
-            check_forged(_forgeries(runs)),
+            check_forged(_forgeries(runs, {s.path for s in before.sources if s.patch is not None})),
         ]
         decision = final_decision(gate.decision, scorecard)
         findings = [

@@ -15,7 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from patchwarden.sandbox import PropertyRun, PropertyTarget, SandboxConfig, run_properties
+from patchwarden.sandbox import (
+    ProcessResult,
+    PropertyRun,
+    PropertyTarget,
+    SandboxConfig,
+    run_properties,
+)
 from patchwarden.sandbox._channel import RunSecret, canary_source, new_secret, verify_channel
 
 # -- the channel, on bytes -----------------------------------------------------------------------
@@ -91,6 +97,35 @@ def test_another_exit_status_is_forged(secret: RunSecret) -> None:
     ]
 
 
+def test_observations_are_collected_not_forged(secret: RunSecret) -> None:
+    raw = b"observed: sys._getframe from /workspace/a.py (f)\n" + _stream(
+        secret, _honest_rows(secret)
+    )
+    reading = verify_channel(raw + raw[:0], secret, secret.exit_status)
+    assert reading.forged == []
+    assert reading.observed == ["sys._getframe from /workspace/a.py (f)"]
+
+
+def _run_observing(*observed: str) -> PropertyRun:
+    process = ProcessResult(("python",), 0, None, "", "", False, False, False, False, 0.1, "none")
+    return PropertyRun(11, [], [], True, [], [], process, observed=list(observed))
+
+
+def test_the_scorer_rejects_introspection_in_code_the_patch_changed() -> None:
+    from patchwarden.scorer._score import _forgeries
+
+    project = "object.__getattr__ .tb_frame from /workspace/src/jinja2/debug.py (rewrite)"
+    patch = "sys._getframe from /workspace/orders/__init__.py (_climb)"
+    runs = {
+        ("parent", 11): _run_observing(),
+        ("patch", 11): _run_observing(project, patch),
+    }
+    changed = {"orders/__init__.py", "orders/total.py"}
+    # The project's unchanged code may read frames (jinja2 does); the patch's may not.
+    assert _forgeries(runs, changed) == [f"patch seed 11: {patch}, in code the patch changed"]
+    assert _forgeries(runs, {"orders/total.py"}) == []
+
+
 def test_canaries_must_come_back_exactly(secret: RunSecret) -> None:
     rows = _honest_rows(secret)
     failing = secret.canaries[1]
@@ -149,8 +184,7 @@ HONEST = textwrap.dedent(
     """
 )
 
-PRIMITIVES = {
-    "gc_walk": "import gc; gc.get_objects()",
+FRAME_READS = {
     "frame_walk": "import sys; sys._getframe().f_back",
     "traceback_frame": "try:\n        raise ValueError\n    except ValueError as e:\n"
     "        e.__traceback__.tb_frame",
@@ -158,6 +192,11 @@ PRIMITIVES = {
     "inspect_frame": "import inspect; inspect.currentframe()",
     "walk_tb": "import traceback\n    try:\n        raise ValueError\n    except ValueError as e:\n"
     "        list(traceback.walk_tb(e.__traceback__))",
+    "crafted_code": "(lambda: 1).__code__.replace(co_consts=(2,))",
+    "marshal": "import marshal; marshal.loads(marshal.dumps(compile('1', 'x', 'eval')))",
+}
+PRIMITIVES = {
+    "gc_walk": "import gc; gc.get_objects()",
     "other_threads": "import sys; sys._current_frames()",
     "ctypes_read": "import ctypes; ctypes.string_at(id(object()), 8)",
     "proc_fd": "import os; os.listdir('/proc/self/fd')",
@@ -169,8 +208,6 @@ PRIMITIVES = {
     "    fresh = _imp.create_builtin(m.ModuleSpec('_signal', None))\n"
     "    fresh.signal(14, lambda number, frame: None)",
     "audit_hook": "import sys; sys.addaudithook(lambda *a: None)",
-    "crafted_code": "(lambda: 1).__code__.replace(co_consts=(2,))",
-    "marshal": "import marshal; marshal.loads(marshal.dumps(compile('1', 'x', 'eval')))",
     # The hook bound what it calls before the tree was importable: replacing a module
     # attribute it once used neither hushes a refusal nor changes a decision.
     "hushed_refusal": "import contextlib, gc\n"
@@ -182,7 +219,8 @@ PRIMITIVES = {
     "        contextlib.suppress = original",
 }
 PROBES = HONEST + "".join(
-    f"\ndef test_{name}():\n    {body}\n" for name, body in PRIMITIVES.items()
+    f"\ndef test_{name}():\n    {body}\n"
+    for name, body in (*PRIMITIVES.items(), *FRAME_READS.items())
 )
 
 
@@ -238,8 +276,6 @@ def test_each_primitive_is_refused_and_recorded(probe_tree: Path) -> None:
     assert {
         "gc.get_objects",
         "gc.get_referents",
-        "sys._getframe",
-        "object.__getattr__",
         "sys._current_frames",
         "ctypes.string_at",
         "os.listdir",
@@ -247,11 +283,24 @@ def test_each_primitive_is_refused_and_recorded(probe_tree: Path) -> None:
         "sys.settrace",
         "signal.signal",
         "sys.addaudithook",
-        "code.__new__",
-        "marshal.loads",
     } <= events
     # Refused is not passed: every probe failed, and the run keeps no record at all.
     assert not run.complete and run.records == []
+
+
+@pytest.mark.bwrap
+def test_frame_reads_by_the_project_are_observed_not_refused(probe_tree: Path) -> None:
+    """The project's own code may read frames and rename code objects (jinja2 fakes its
+    template tracebacks so): written as observations, per site; the scorer rejects those in
+    code the patch changed."""
+    run = run_properties(probe_tree, _targets(list(FRAME_READS)), 11, SandboxConfig())
+    assert run.forged == [] and [r.status for r in run.records] == ["pass"] * len(FRAME_READS)
+    sites = sorted(line.rsplit("(", 1)[1].rstrip(")") for line in run.observed)
+    assert sites == sorted(f"test_{name}" for name in FRAME_READS), run.observed
+    assert all(line.endswith(f"({line.rsplit('(', 1)[1]}") for line in run.observed)
+    assert any(".tb_frame from /workspace/tests/test_probe.py" in line for line in run.observed)
+    assert any(line.startswith("code.__new__ from") for line in run.observed)
+    assert any(line.startswith("marshal.loads from") for line in run.observed)
 
 
 FORGE_EVERYWHERE = textwrap.dedent(
