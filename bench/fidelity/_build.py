@@ -69,9 +69,17 @@ namespace = dict(vars(module))
 
 
 def source_of(value):
+    # A literal if the value has one, else its repr when that rebuilds it from the
+    # module's own names (say Version(major=1, ...)), else a pickle as a last resort.
     text = repr(value)
     try:
         back = ast.literal_eval(text)
+        if type(back) is type(value) and back == value:
+            return text
+    except Exception:
+        pass
+    try:
+        back = eval(text, dict(namespace))
         if type(back) is type(value) and back == value:
             return text
     except Exception:
