@@ -39,6 +39,7 @@ from .corpus import FIXES, Fix
 
 SEEDS = (11, 29, 47)
 RUN_TIMEOUT_S = 180
+SHOWN_TIMEOUT_S = 30  # for the runs that are only shown: a moved boundary can loop forever
 
 _DRIVER = r"""
 import random, sys
@@ -108,11 +109,13 @@ def run_pytest(run: Run, scratch: Path) -> tuple[bool, str]:
             env=env,
             capture_output=True,
             text=True,
-            timeout=RUN_TIMEOUT_S,
+            timeout=RUN_TIMEOUT_S
+            if EXPECT[(run.variant, run.prop)] is not None
+            else SHOWN_TIMEOUT_S,
             check=False,
         )
     except subprocess.TimeoutExpired:
-        return False, "timeout"
+        return False, "timeout"  # the pytest process is killed by subprocess.run
     lines = [line for line in done.stdout.splitlines() if line.strip()]
     return done.returncode == 0, (lines[-1] if lines else done.stderr.strip()[-200:])
 
@@ -204,7 +207,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         for variant, prop in EXPECT:
             test_dir = held_out if prop == "held_out" else trees[variant] / _build.VISIBLE_DIR
-            runs += [Run(fix, variant, prop, s, trees[variant], test_dir) for s in seeds]
+            # Shown-only runs (cheat ii) use the first seed: they decide nothing.
+            chosen = seeds if EXPECT[(variant, prop)] is not None else seeds[:1]
+            runs += [Run(fix, variant, prop, s, trees[variant], test_dir) for s in chosen]
     with ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
         outcomes = list(pool.map(lambda r: run_pytest(r, scratch), runs))
     table: dict[tuple[str, str, str], list[bool]] = {}
@@ -238,7 +243,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     print(
         "P/F per seed (" + ",".join(map(str, seeds)) + "); '!' marks a cell that is not as"
-        " required. ii: shown only (a moved boundary may or may not keep the visible pass)."
+        " required. ii: shown only, first seed (a moved boundary may or may not keep the visible"
+        " pass; a run that timed out is an F)."
     )
     for fix_id, why in problems.items():
         print(f"  {fix_id}: {why}")
