@@ -28,6 +28,8 @@ REPORTER_SOURCE = (Path(__file__).with_name("_reporter.py")).read_text(encoding=
 SENTINEL = "__patchwarden_sentinel__"
 CHANNEL_READ_BYTES = 65536
 CHANNEL_MAX_BYTES = 16 * 1024 * 1024  # far above any honest run's records; bounds a flood
+TESTS_DIR_MOUNT = "/property-tests"
+"""Where a tests directory kept apart from the tree appears under bubblewrap."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,7 @@ def _run_reporter(
     layout: ImportLayout,
     cancel: threading.Event | None = None,
     on_output: Callable[[bytes], None] | None = None,
+    readonly_mounts: Sequence[tuple[Path, str]] = (),
 ) -> tuple[list[dict[str, Any]], list[str], ProcessResult]:
     """Launch the reporter and return its channel's objects, problems, process.
 
@@ -160,6 +163,7 @@ def _run_reporter(
             pass_fds=(write_end,),
             limits=limits,
             stdin=REPORTER_SOURCE.encode(),
+            readonly_mounts=readonly_mounts,
         )
         process = launch(spec, config, cancel=cancel, on_output=on_output)
     finally:
@@ -208,21 +212,35 @@ def run_properties(
     contract_paths: Sequence[str] = (),
     limits: Limits | None = None,
     layout: ImportLayout | None = None,
+    tests_dir: Path | None = None,
 ) -> PropertyRun:
     """Run every target for one seed in one sandboxed pytest process (read-only tree).
 
     ``layout``: where the project's code is imported from; the scorer passes the parent's
-    to both trees (None: read from ``tree``)."""
+    to both trees (None: read from ``tree``). ``tests_dir``: a host directory apart from
+    the tree that holds the targets' test files (their node ids are relative to it). It is
+    mounted read-only at TESTS_DIR_MOUNT and is pytest's root for the run; product code is
+    still imported from the tree.
+    """
     targets_json = json.dumps([[t.prop, t.node_id] for t in targets])
+    options = ["--mode", "scorer", "--targets", targets_json]
+    mounts: list[tuple[Path, str]] = []
+    if tests_dir is not None:
+        if config.backend == "bubblewrap":
+            mounts.append((tests_dir, TESTS_DIR_MOUNT))
+            options += ["--spec-root", TESTS_DIR_MOUNT]
+        else:
+            options += ["--spec-root", str(tests_dir.resolve())]
     objects, problems, process = _run_reporter(
         tree,
-        ["--mode", "scorer", "--targets", targets_json, "--"],
+        [*options, "--"],
         seed,
         config,
         contract_paths=contract_paths,
         tree_writable=False,
         limits=limits,
         layout=layout if layout is not None else layout_for(tree, config),
+        readonly_mounts=mounts,
     )
     sentinels = [o for o in objects if o.get(SENTINEL) is True]
     complete = len(sentinels) == 1 and objects[-1] is sentinels[0]
