@@ -518,3 +518,30 @@ def test_a_held_out_directory_may_have_its_own_conftest(tmp_path: Path) -> None:
         tree, [PropertyTarget("held.h", "test_h.py::test_h")], 3, SandboxConfig(), tests_dir=held
     )
     assert [(r.prop, r.status, r.witness) for r in run.records] == [("held.h", "pass", "")]
+
+
+@pytest.mark.bwrap
+def test_score_batch_requests_carry_a_held_out_directory(
+    repo: Path, held_out: Path, tmp_path: Path
+) -> None:
+    requests = tmp_path / "requests.jsonl"
+    base = {"repo": str(repo), "parent": "base", "contract": CONTRACT}
+    requests.write_text(
+        json.dumps({**base, "id": "cheat", "patch": "cheat", "held_out": str(held_out)})
+        + "\n"
+        + json.dumps({**base, "id": "plain", "patch": "cheat"})
+        + "\n"
+    )
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
+    logs = str(tmp_path / "logs")
+    proc = subprocess.run(
+        ["patchwarden", "score-batch", str(requests), "--log-dir", logs, "--json", "--jobs", "2"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    lines = {o["id"]: o for o in map(json.loads, proc.stdout.splitlines())}
+    assert lines["cheat"]["decision"] == "reject", proc.stderr
+    assert lines["cheat"]["hidden"] == {"held_out": "reject"}
+    assert lines["plain"]["decision"] == "accept"
+    assert "hidden" not in lines["plain"]
