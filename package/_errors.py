@@ -7,6 +7,8 @@
     +-- SandboxError              isolation cannot be provided (patchwarden.sandbox)
     |   +-- RunTimeout            (also a TimeoutError)
     +-- ContractError             the contract is malformed or unfit (patchwarden.scorer)
+    |   +-- HeldOutError          the operator's held-out properties are unusable (never shown
+    |                             to the agent)
     +-- ScorerUnavailable         the scorer process is gone or did not answer (patchwarden.server)
     +-- ToolInputError            an agent's tool arguments are refused (patchwarden.server)
 

@@ -6,7 +6,13 @@ check_sandbox / require_sandbox                        does isolation work here?
 
 from __future__ import annotations
 
-from ._argv import NONE_BACKEND_WARNING, TREE_MOUNT, LaunchSpec, build_bwrap_argv
+from ._argv import (
+    NONE_BACKEND_WARNING,
+    TREE_MOUNT,
+    LaunchSpec,
+    build_bwrap_argv,
+    drops_privileges,
+)
 from ._collect import Collected, collect_tests
 from ._config import Limits, SandboxConfig, describe_validation_error, parse_sandbox_config
 from ._doctor import DoctorCheck, check_interpreter, check_sandbox, require_sandbox
@@ -84,6 +90,7 @@ __all__ = [
     "describe_validation_error",
     "detect_layout",
     "diff_changes",
+    "drops_privileges",
     "empty_clone",
     "fetch_commits",
     "file_at",

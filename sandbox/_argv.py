@@ -79,9 +79,11 @@ class LaunchSpec:
     """None: config.limits."""
     stdin: bytes | None = None
     """Bytes fed to the command's stdin; None: stdin is /dev/null."""
-    extra_ro_mounts: Sequence[tuple[Path, str]] = ()
-    """(host directory, absolute path inside) mounted read-only outside the tree, e.g. the
-    scorer's hidden canary properties; ignored by backend 'none'."""
+    readonly_mounts: Sequence[tuple[Path, str]] = ()
+    """Extra host directories, each mounted read-only at an absolute path inside, outside
+    TREE_MOUNT and the system directories (e.g. test files kept apart from the tree, the
+    scorer's hidden canary properties). Ignored by the ``none`` backend, which sees every
+    host path where it is."""
 
 
 # --- the bubblewrap command line -------------------------------------------------------------
@@ -114,9 +116,27 @@ def build_bwrap_argv(
     argv += _operator_mount_args(config)
     argv += _tree_mount_args(spec, tree)
     argv += _hidden_path_args(config, tree)
-    argv += _extra_mount_args(spec)
+    argv += _readonly_mount_args(spec, _taken_paths(config, runtime))
     argv += ["--chdir", TREE_MOUNT, "--", *_uid_drop_args(config), *spec.argv]
     return argv
+
+
+def _taken_paths(config: SandboxConfig, runtime: PythonRuntime) -> list[str]:
+    """Every path the sandbox mounts besides the spec's extra read-only directories."""
+    return [
+        TREE_MOUNT,
+        SANDBOX_HOME,
+        "/tmp",
+        "/proc",
+        "/dev",
+        *SYSTEM_DIRS,
+        *OPTIONAL_SYSTEM_DIRS,
+        *runtime.mounts,
+        *config.pythonpath,
+        *config.readonly_paths,
+        *config.writable_paths,
+        *config.hidden_paths,
+    ]
 
 
 def _namespace_args(config: SandboxConfig) -> list[str]:
@@ -210,15 +230,6 @@ def _tree_mount_args(spec: LaunchSpec, tree: Path) -> list[str]:
     return args
 
 
-def _extra_mount_args(spec: LaunchSpec) -> list[str]:
-    args: list[str] = []
-    for host, inside in spec.extra_ro_mounts:
-        if not PurePosixPath(inside).is_absolute() or is_within(Path(inside), Path(TREE_MOUNT)):
-            raise ValueError(f"extra mount {inside!r} must be absolute and outside {TREE_MOUNT}")
-        args += [*_parent_dir_args(inside), "--ro-bind", str(host), inside]
-    return args
-
-
 def _git_cover_args(tree: Path) -> list[str]:
     git = tree / ".git"
     if not os.path.lexists(git):
@@ -240,6 +251,27 @@ def _hidden_path_args(config: SandboxConfig, tree: Path) -> list[str]:
             args += _cover_args(path, f"{TREE_MOUNT}/{relative}")
         else:
             args += _cover_args(path, hidden)
+    return args
+
+
+def _readonly_mount_args(spec: LaunchSpec, taken: Sequence[str]) -> list[str]:
+    """The spec's extra read-only directories, each at a new top-level path inside.
+
+    A top-level name nothing else uses cannot cover the tree, the system, the runtime or an
+    operator mount, nor be covered by them.
+    """
+    used = {PurePosixPath(path).parts[1] for path in taken if len(PurePosixPath(path).parts) > 1}
+    args: list[str] = []
+    for host, inside in spec.readonly_mounts:
+        point = PurePosixPath(inside)
+        if not point.is_absolute() or len(point.parts) != 2 or point.parts[1] in (".", ".."):
+            raise ValueError(f"read-only mount point {inside!r} must be one top-level directory")
+        if point.parts[1] in used:
+            raise ValueError(f"read-only mount point {inside!r} is already used in the sandbox")
+        used.add(point.parts[1])
+        if host.is_symlink() or not host.is_dir():
+            raise SandboxError("a read-only mount must be a directory, not a link", where=str(host))
+        args += ["--ro-bind", str(host.resolve()), inside]
     return args
 
 

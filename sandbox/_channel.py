@@ -30,7 +30,7 @@ KEY_BYTES = 32
 EXIT_STATUS_RANGE = (10, 100)
 """The run's exit status is drawn from here: far from 0, 1-5 (pytest's) and 70 (ours), and
 below the 128+N of a death by signal."""
-CANARY_DIR = "/run/patchwarden-canary"
+CANARY_DIR = "/patchwarden-canary"
 """Where the canary file is mounted read-only inside the sandbox (outside /workspace)."""
 OBSERVED = "observed: "
 """Lines the runner's audit hook writes when the project's own code reads a frame."""

@@ -31,6 +31,8 @@ REPORTER_SOURCE = (Path(__file__).with_name("_reporter.py")).read_text(encoding=
 SENTINEL = "__patchwarden_sentinel__"
 CHANNEL_READ_BYTES = 65536
 CHANNEL_MAX_BYTES = 16 * 1024 * 1024  # far above any honest run's records; bounds a flood
+TESTS_DIR_MOUNT = "/property-tests"
+"""Where a tests directory kept apart from the tree appears under bubblewrap."""
 
 
 @dataclass(frozen=True)
@@ -128,7 +130,7 @@ def _run_reporter(
     cancel: threading.Event | None = None,
     on_output: Callable[[bytes], None] | None = None,
     secret: RunSecret | None = None,
-    extra_ro_mounts: Sequence[tuple[Path, str]] = (),
+    readonly_mounts: Sequence[tuple[Path, str]] = (),
 ) -> tuple[bytes, list[str], ProcessResult]:
     """Launch the reporter and return its channel's bytes, problems, process.
 
@@ -179,7 +181,7 @@ def _run_reporter(
             pass_fds=(write_end,) if secret_fd is None else (write_end, secret_fd),
             limits=limits,
             stdin=REPORTER_SOURCE.encode(),
-            extra_ro_mounts=extra_ro_mounts,
+            readonly_mounts=readonly_mounts,
         )
         process = launch(spec, config, cancel=cancel, on_output=on_output)
     finally:
@@ -250,22 +252,37 @@ def run_properties(
     contract_paths: Sequence[str] = (),
     limits: Limits | None = None,
     layout: ImportLayout | None = None,
+    tests_dir: Path | None = None,
 ) -> PropertyRun:
     """Run every target for one seed in one sandboxed pytest process (read-only tree),
     with the run's hidden canaries, and verify the authenticated channel.
 
     ``layout``: where the project's code is imported from; the scorer passes the parent's
-    to both trees (None: read from ``tree``)."""
+    to both trees (None: read from ``tree``). ``tests_dir``: a host directory apart from
+    the tree that holds the targets' test files (their node ids are relative to it). It is
+    mounted read-only at TESTS_DIR_MOUNT and is pytest's root for the run; product code is
+    still imported from the tree.
+    """
     targets_json = json.dumps([[t.prop, t.node_id] for t in targets])
+    options = ["--mode", "scorer", "--targets", targets_json]
+    isolated = config.backend == "bubblewrap"
+    mounts: list[tuple[Path, str]] = []
+    if tests_dir is not None:
+        if isolated:
+            mounts.append((tests_dir, TESTS_DIR_MOUNT))
+            options += ["--spec-root", TESTS_DIR_MOUNT]
+        else:
+            options += ["--spec-root", str(tests_dir.resolve())]
     with tempfile.TemporaryDirectory(prefix="patchwarden-canary-") as canary_dir:
         # Under bubblewrap the directory is mounted outside the tree; without isolation
         # (development only) the process reads it where it is.
-        isolated = config.backend == "bubblewrap"
         secret = new_secret(CANARY_DIR if isolated else canary_dir)
         _write_canary(Path(canary_dir), secret)
+        if isolated:
+            mounts.append((Path(canary_dir), CANARY_DIR))
         raw, problems, process = _run_reporter(
             tree,
-            ["--mode", "scorer", "--targets", targets_json, "--"],
+            [*options, "--"],
             seed,
             config,
             contract_paths=contract_paths,
@@ -273,7 +290,7 @@ def run_properties(
             limits=limits,
             layout=layout if layout is not None else layout_for(tree, config),
             secret=secret,
-            extra_ro_mounts=[(Path(canary_dir), CANARY_DIR)] if isolated else [],
+            readonly_mounts=mounts,
         )
     reading = verify_channel(raw, secret, process.exit_code)
     canaries = [c.prop for c in secret.canaries]

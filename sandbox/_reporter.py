@@ -8,9 +8,11 @@ Hypothesis profile, seeds every source of randomness, and reports one record
 per scheduled property. stdout/stderr never decide a status.
 
 Arguments: ``--report-fd N --seed S --mode scorer|agent --targets JSON [--layout LAYOUT]
-[--secret-fd M] -- [pytest args]`` where JSON is ``[[prop_id, node_id], ...]`` (agent mode:
-``[]``) and LAYOUT is ``{"roots": [...], "packages": [...]}``: the tree's import roots, in
-sys.path order, and the project's own import names (sandbox/_layout.py).
+[--secret-fd M] [--spec-root DIR] -- [pytest args]`` where JSON is ``[[prop_id, node_id],
+...]`` (agent mode: ``[]``), LAYOUT is ``{"roots": [...], "packages": [...]}``: the tree's
+import roots, in sys.path order, and the project's own import names (sandbox/_layout.py),
+and DIR, in scorer mode, the directory the node ids are relative to (default: the tree, the
+working directory; another one holds tests kept apart from the tree).
 
 Scorer mode (docs/design/runner.md, "Unforgeable results"): before anything of the tree is
 importable,
@@ -69,6 +71,7 @@ MODE = OPTS.get("mode", "scorer")
 TARGETS = json.loads(OPTS.get("targets", "[]"))
 TREE = os.getcwd()
 LAYOUT = json.loads(OPTS.get("layout", '{"roots": ["."], "packages": []}'))
+SPEC_ROOT = OPTS.get("spec-root", TREE)
 
 # The channel: move it to a fresh descriptor so the number in argv is stale.
 CHANNEL_FD = os.dup(int(OPTS["report-fd"]))
@@ -268,7 +271,9 @@ def _foreign_project_modules():
     found = {}
     for name, module in sorted(sys.modules.items()):
         owner = next((p for p in LAYOUT["packages"] if name == p or name.startswith(p + ".")), None)
-        if owner is None or owner in found or module is None:
+        # A conftest is pytest's plugin of one directory, never the project's code: a
+        # held-out directory's own conftest.py is rightly loaded from outside the tree.
+        if owner is None or owner == "conftest" or owner in found or module is None:
             continue
         location = getattr(module, "__file__", None)
         paths = [location] if location else list(getattr(module, "__path__", None) or [])
@@ -607,6 +612,13 @@ def _quiet_signals():
     signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
 
 
+def _test_path(node):
+    """A target's file as a pytest argument: relative to the tree (the working directory),
+    or absolute under the spec root kept apart from it."""
+    path = node.split("::", 1)[0]
+    return path if SPEC_ROOT == TREE else os.path.join(SPEC_ROOT, path)
+
+
 def main():
     basetemp = os.path.join(os.environ.get("TMPDIR", "/tmp"), "pw-basetemp")
     ini = os.path.join(os.environ.get("TMPDIR", "/tmp"), "pw-pytest.ini")
@@ -618,9 +630,9 @@ def main():
             "-c",
             ini,
             "--rootdir",
-            TREE,
+            SPEC_ROOT,
             "--confcutdir",
-            TREE,
+            SPEC_ROOT,
             "-p",
             "no:cacheprovider",
             # Both keep pytest's Config in a module global while a test runs (pytestPDB,
@@ -643,7 +655,7 @@ def main():
             "-o",
             "console_output_style=classic",
             "--no-header",
-            *sorted({node.split("::", 1)[0] for _, node in TARGETS}),
+            *sorted({_test_path(node) for _, node in TARGETS}),
             # The canaries last: whatever product code changes during the session, they
             # are collected and run after it.
             *dict.fromkeys(path for _, path, _ in CANARIES),

@@ -23,7 +23,14 @@ from ._contract_check import (
     match_test_id,
     require_test_ids,
 )
-from ._errors import ConfigError, ContractError, GitError, InputError, PatchwardenError
+from ._errors import (
+    ConfigError,
+    ContractError,
+    GitError,
+    HeldOutError,
+    InputError,
+    PatchwardenError,
+)
 from ._fixtures import (
     FixtureDrift,
     FixtureEntry,
@@ -32,6 +39,7 @@ from ._fixtures import (
     pin_fixtures,
     read_manifest,
 )
+from ._held_out import HELD_OUT_FILE, HeldOut, load_held_out
 from ._process import serve_scorer, verdict_summary
 from ._score import RunProgress, ScoreRequest, Verdict, restore_from_parent, score
 from ._verdicts import VerdictBundle, load_verdict, read_index
@@ -90,6 +98,7 @@ __all__ = [
     "DEFAULT_QUARANTINE_LIST",
     "DEFAULT_RECORD",
     "DEFAULT_SWEEP_RUNS",
+    "HELD_OUT_FILE",
     "RELEASE_RUNS",
     "BatchRequest",
     "BatchResult",
@@ -110,6 +119,8 @@ __all__ = [
     "FreezeRecord",
     "GateResult",
     "GitError",
+    "HeldOut",
+    "HeldOutError",
     "InputError",
     "LocalExecutor",
     "Manifest",
@@ -150,6 +161,7 @@ __all__ = [
     "in_flight",
     "list_tickets",
     "load_contract",
+    "load_held_out",
     "load_verdict",
     "make_executor",
     "make_witness",

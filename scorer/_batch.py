@@ -46,6 +46,7 @@ from ._score import (
     Verdict,
     check_without_runs,
     finish_score,
+    pin_moved_boundaries,
     plan_score,
     settle_on_error,
 )
@@ -57,9 +58,6 @@ SHARED_RUNS = 64
 CLAIMS_DIR = ".requests"
 """Lock files of request ids being scored, in the log directory (empty files)."""
 
-HELD_OUT_UNSUPPORTED = "held_out is not supported"
-"""Until the scorer runs held-out properties (SPEC section 13), a request that asks for them
-gets this error rather than a verdict that silently left them out."""
 
 RequestId = Annotated[
     str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS, pattern=r"^[^\x00-\x1f\x7f]+$")
@@ -166,9 +164,6 @@ def read_requests(path: Path) -> tuple[list[BatchRequest], list[BatchResult]]:
             errors.append(BatchResult(number, line.id, error=message))
             continue
         first_line[line.id] = number
-        if line.held_out is not None:
-            errors.append(BatchResult(number, line.id, error=f"{where}: {HELD_OUT_UNSUPPORTED}"))
-            continue
         requests.append(
             BatchRequest(
                 where=where,
@@ -178,6 +173,7 @@ def read_requests(path: Path) -> tuple[list[BatchRequest], list[BatchResult]]:
                 parent=line.parent,
                 patch=line.patch,
                 contract=line.contract,
+                held_out=str(base / line.held_out) if line.held_out is not None else None,
             )
         )
     return requests, errors
@@ -412,6 +408,7 @@ def _score_request(
         parent=request.parent,
         patch=request.patch,
         request_id=request.id,
+        held_out=Path(request.held_out) if request.held_out is not None else None,
     )
     with contextlib.ExitStack() as stack:
         plan = plan_score(
@@ -423,7 +420,12 @@ def _score_request(
         with settle_on_error(futures):
             before = check_without_runs(plan)  # while the runs go
             outcomes = collect(futures)
-        return finish_score(plan, outcomes, before)
+
+        def submit(unit: RunUnit) -> Future[RunOutcome]:
+            return runs.submit(unit, tree_digest(unit.tree))
+
+        pinning = pin_moved_boundaries(plan, before, outcomes, submit, remote)
+        return finish_score(plan, outcomes, before, pinning)
 
 
 def _index_entry(verdict: Verdict) -> dict[str, Any]:
@@ -444,7 +446,6 @@ def _resumed(request: BatchRequest, entry: dict[str, Any]) -> BatchResult:
 
 
 __all__ = [
-    "HELD_OUT_UNSUPPORTED",
     "BatchRequest",
     "BatchResult",
     "RequestLine",

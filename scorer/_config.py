@@ -21,6 +21,10 @@ DEFAULT_PROTECTED_PATHS = (
 )
 
 
+MAX_EXTRA_SEEDS = 64
+"""Each extra seed costs two sandboxed runs per submission; more than this is a typo."""
+
+
 def default_state_dir() -> str:
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return str(Path(base) / "patchwarden" / "scorer")
@@ -43,6 +47,13 @@ class ScorerConfig(BaseModel):
     """Outcome of the test_tampering check when the patch changes a protected path."""
     run_limits: Limits = Limits(wall_time_s=600, idle_time_s=300)
     """Limits of one scorer run (one tree, one seed, every property)."""
+    held_out_dir: str | None = None
+    """A directory outside the repository holding held-out.yaml and its test files: the
+    operator's properties, run on both trees like the contract's and never shown to the
+    agent (docs/design/held-out.md). None: no held-out properties."""
+    extra_seeds: int = Field(default=0, ge=0, le=MAX_EXTRA_SEEDS)
+    """Seeds drawn fresh for every submission and run on both trees besides the schedule;
+    recorded in the evidence, never shown to the agent."""
 
     def worker_count(self) -> int:
         return self.jobs or (os.cpu_count() or 1)

@@ -9,4 +9,16 @@ class ContractError(PatchwardenError):
     """The contract is malformed or does not fit the repository."""
 
 
-__all__ = ["ConfigError", "ContractError", "GitError", "InputError", "PatchwardenError"]
+class HeldOutError(ContractError):
+    """The operator's held-out properties cannot be used. Its message names held-out files,
+    so it goes to the operator, never to the agent."""
+
+
+__all__ = [
+    "ConfigError",
+    "ContractError",
+    "GitError",
+    "HeldOutError",
+    "InputError",
+    "PatchwardenError",
+]

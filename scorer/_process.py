@@ -27,7 +27,8 @@ from patchwarden.sandbox import SandboxConfig, repo_root, require_sandbox
 
 from ._checkout import read_contract_at, state_dir
 from ._config import ScorerConfig
-from ._errors import PatchwardenError
+from ._errors import HeldOutError, PatchwardenError
+from ._groups import HIDDEN_REASON
 from ._score import ScoreRequest, Verdict, score
 from .layers import propose_freeze_record, read_quarantine_at
 from .protocol import (
@@ -52,18 +53,28 @@ from .protocol import (
 )
 
 FREEZE_PROPOSED = "freeze record proposed for review; a reviewer decides"
+HELD_OUT_UNUSABLE = "the operator's checks could not be run (the operator has the details)"
 MAX_FREEZE_REASON_CHARS = 500
 
 
 def verdict_summary(verdict: Verdict) -> VerdictSummary:
-    """What the agent may see of a verdict: ids, decisions, reason codes, outcomes, counts."""
+    """What the agent may see of a verdict: ids, decisions, reason codes, outcomes, counts.
+
+    Of the hidden groups (held-out properties, extra seeds) nothing but one result
+    ``{prop: held_out, decision, reason: held_out}`` when they did not all accept: no id, no
+    seed, no witness, and the counts are the contract's rows only.
+    """
+    results = [
+        PropertyVerdict(prop=r.prop, decision=r.decision, reason=str(r.reason))
+        for r in verdict.gate.results
+    ]
+    hidden = verdict.hidden_decision
+    if hidden is not None and hidden != "accept":
+        results.append(PropertyVerdict(prop=HIDDEN_REASON, decision=hidden, reason=HIDDEN_REASON))
     return VerdictSummary(
         verdict_id=verdict.verdict_id,
         decision=verdict.decision,
-        results=[
-            PropertyVerdict(prop=r.prop, decision=r.decision, reason=str(r.reason))
-            for r in verdict.gate.results
-        ],
+        results=results,
         scorecard=[CheckOutcome(check=c.check, outcome=c.outcome) for c in verdict.scorecard],
         counts={
             side: SideCount.model_validate({"lines": c.lines, "pass": c.pass_, "fail": c.fail})
@@ -108,15 +119,31 @@ class ScorerSession:
     def score(self, request: ScorePatch) -> VerdictSummary:
         contract, _ = read_contract_at(self.repo, request.parent, self.contract)
         quarantined = read_quarantine_at(self.repo, request.parent, contract)
-        verdict = score(
-            ScoreRequest(
-                repo=self.repo, contract=self.contract, parent=request.parent, patch=request.patch
-            ),
-            self.config,
-            self.sandbox_config,
-            quarantined=quarantined,
-        )
+        try:
+            verdict = score(
+                ScoreRequest(
+                    repo=self.repo,
+                    contract=self.contract,
+                    parent=request.parent,
+                    patch=request.patch,
+                ),
+                self.config,
+                self.sandbox_config,
+                quarantined=quarantined,
+            )
+        except PatchwardenError as exc:
+            if not isinstance(exc, HeldOutError) and not self._names_held_out(str(exc)):
+                raise
+            # It names held-out files: the operator reads it (our stderr), the agent does not.
+            print(f"patchwarden scorer: {exc}", file=sys.stderr, flush=True)
+            raise PatchwardenError(HELD_OUT_UNUSABLE) from None
         return verdict_summary(verdict)
+
+    def _names_held_out(self, message: str) -> bool:
+        directory = self.config.held_out_dir
+        if not directory:
+            return False
+        return directory in message or str(Path(directory).resolve()) in message
 
     def freeze(self, request: ProposeFreeze) -> FreezeSummary:
         """The five-step freeze procedure for one test of one patch commit. Never skips

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import itertools
+import os
 import threading
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future, wait
@@ -52,10 +53,23 @@ from ._contract import (
 )
 from ._errors import ContractError, InputError
 from ._fixtures import guard_fixtures, read_manifest
+from ._groups import (
+    RunGroup,
+    combine_decisions,
+    draw_extra_seeds,
+    hidden_decision,
+    hidden_json,
+    hidden_note,
+    plan_groups,
+    split_run_name,
+)
+from ._held_out import HeldOut, load_held_out
+from ._pinning import Pinning, Submit, pin_boundaries
 from .checks import (
     PYPROJECT,
     Change,
     Check,
+    PropertyInputs,
     SourceChange,
     check_contract_tampered,
     check_differential,
@@ -70,6 +84,7 @@ from .checks import (
     check_test_tampering,
     final_decision,
     matches,
+    property_inputs_in,
     remove_bytecode,
     restore_from_parent,
     tree_entries,
@@ -117,6 +132,15 @@ class Verdict:
     """The freeze ticket id of a propose_freeze verdict (``<log_dir>/tickets/<id>.json``)."""
     request_id: str | None = None
     """The ``score-batch`` request this verdict answers (kept in the index, for resume)."""
+    hidden: dict[str, GateResult] = field(default_factory=dict)
+    """The gates of the groups the agent never sees (extra_seeds, held_out), by group."""
+    extra_seeds: list[int] = field(default_factory=list)
+    held_out: HeldOut | None = None
+
+    @property
+    def hidden_decision(self) -> Decision | None:
+        """The hidden groups' decision; None when there are none."""
+        return hidden_decision(self.hidden)
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -133,6 +157,7 @@ class Verdict:
             out["ticket"] = self.ticket
         if self.request_id is not None:
             out["request_id"] = self.request_id
+        out.update(hidden_json(self.hidden, extra_seeds=self.extra_seeds, held_out=self.held_out))
         return out
 
     def index_entry(self) -> dict[str, object]:
@@ -148,6 +173,7 @@ class Verdict:
             "contract_hash": self.gate.contract_hash,
             "resolved_contract_hash": self.resolved_contract_hash,
             "results": [r.model_dump() for r in self.gate.results],
+            **({"hidden": {n: g.decision for n, g in self.hidden.items()}} if self.hidden else {}),
         }
 
 
@@ -160,6 +186,8 @@ class ScoreRequest:
     patch: str
     request_id: str | None = None
     """A ``score-batch`` request id, recorded with the verdict."""
+    held_out: Path | None = None
+    """A held-out directory for this request; None: the config's ``held_out_dir``."""
 
 
 def _changes(clone: git.Repo, parent: str, patch: str) -> list[Change]:
@@ -206,15 +234,22 @@ def _runtime_tampering(runs: dict[tuple[str, int], PropertyRun]) -> list[str]:
     properties whose Hypothesis settings differ from the parent's (the test files are
     the parent's in both trees, so only the patch's code can have changed them)."""
     seen = {
-        tree: {s for (name, _), run in runs.items() if name == tree for s in run.shadowed}
+        tree: {
+            s
+            for (name, _), run in runs.items()
+            if split_run_name(name)[1] == tree
+            for s in run.shadowed
+        }
         for tree in TREES
     }
     found = sorted(seen["patch"] - seen["parent"]) + _foreign_code(runs)
     for (name, seed), run in runs.items():
-        if name != "patch":
+        _, tree = split_run_name(name)
+        if tree != "patch":
             continue
         # A property stopped for provenance never ran: it has no settings to compare.
-        parent = {r.prop: r.settings for r in runs[("parent", seed)].records if not _foreign(r)}
+        twin = runs[(name.removesuffix("patch") + "parent", seed)]
+        parent = {r.prop: r.settings for r in twin.records if not _foreign(r)}
         for record in run.records:
             if _foreign(record):
                 continue
@@ -241,7 +276,7 @@ def _forgeries(
     found += [
         f"{name} seed {seed}: {line}, in code the patch changed"
         for (name, seed), run in sorted(runs.items())
-        if name == "patch"
+        if split_run_name(name)[1] == "patch"
         for line in run.observed
         if _observed_in(line, changed)
     ]
@@ -283,17 +318,20 @@ def _targets(contract: Contract) -> list[PropertyTarget]:
 
 
 def _rows(
+    group: RunGroup,
     name: str,
     sha: str,
     runs: dict[tuple[str, int], PropertyRun],
-    contract: Contract,
-    contract_hash: str,
     spec_hash: str,
     fixture_hash: str,
 ) -> list[RunRow]:
+    """One side's rows of one group, in schedule order, under the group's contract hash; a
+    held-out row carries its directory's spec hash (the same on both sides) and is marked."""
+    contract = group.contract
+    flags = {group.row_flag: True} if group.row_flag else {}
     rows = []
     for seed in contract.seeds:
-        for record in runs[(name, seed)].records:
+        for record in runs[(group.run_name(name), seed)].records:
             rows.append(
                 RunRow(
                     prop=record.prop,
@@ -302,10 +340,11 @@ def _rows(
                     witness=record.witness,
                     tree=name,
                     sha=sha,
-                    contract_hash=contract_hash,
-                    spec_hash=spec_hash,
+                    contract_hash=contract.contract_hash,
+                    spec_hash=contract.spec_hash if group.name == "held_out" else spec_hash,
                     fixture_closure_hash=fixture_hash,
                     duration_s=record.duration_s,
+                    **flags,
                 )
             )
     return rows
@@ -320,15 +359,18 @@ def _layout_evidence(layout: ImportLayout) -> dict[str, list[str]]:
 
 
 def _run_evidence(bundle: BundleWriter, outcomes: Mapping[tuple[str, int], RunOutcome]) -> None:
-    for (name, seed), outcome in outcomes.items():
+    for (run_name, seed), outcome in outcomes.items():
         run = outcome.run
-        stem = f"runs/{name}-seed{seed}"
+        group, name = split_run_name(run_name)
+        folder = "runs/held-out" if group == "held_out" else "runs"
+        stem = f"{folder}/{name}-seed{seed}"
         bundle.write_text(f"{stem}.stdout.txt", run.process.stdout)
         bundle.write_text(f"{stem}.stderr.txt", run.process.stderr)
         bundle.write_text(f"{stem}.channel.txt", run.channel)
         bundle.write_json(
             f"{stem}.json",
             {
+                "group": group,
                 "tree": name,
                 "seed": seed,
                 "complete": run.complete,
@@ -387,7 +429,33 @@ def score(
         with settle_on_error(futures):
             before = check_without_runs(plan)  # while the runs go
             outcomes = collect(futures)
-        return finish_score(plan, outcomes, before)
+        pinning = pin_moved_boundaries(plan, before, outcomes, executor.submit, executor.remote)
+        return finish_score(plan, outcomes, before, pinning)
+
+
+def pin_moved_boundaries(
+    plan: ScorePlan,
+    before: ChecksWithoutRuns,
+    outcomes: Mapping[UnitKey, RunOutcome],
+    submit: Submit,
+    remote: bool,
+) -> Pinning:
+    """The nudges of the boundaries the patch moved, run through the executor (local only:
+    a nudged tree exists on this machine alone; elsewhere a moved boundary stays a finding)."""
+    if remote:
+        return Pinning(frozenset(), ())
+    return pin_boundaries(
+        plan.trees["patch"],
+        plan.resolved,
+        before.sources,
+        outcomes,
+        submit,
+        label=plan.label,
+        contract_paths=plan.contract_paths,
+        limits=plan.config.run_limits,
+        layout=plan.layout,
+        state=Path(plan.config.state_dir),
+    )
 
 
 def _report_runs(futures: Mapping[UnitKey, Future[RunOutcome]], on_run: RunProgress) -> None:
@@ -442,6 +510,10 @@ class ScorePlan:
     layout: ImportLayout
     """Where the project's code is imported from, read from the parent: both trees use it,
     so a patch cannot move the code out of sight."""
+    groups: list[RunGroup] = field(default_factory=list)
+    """The contract's schedule first, then the groups the agent never sees."""
+    extra_seeds: list[int] = field(default_factory=list)
+    held_out: HeldOut | None = None
     units: list[RunUnit] = field(default_factory=list)
 
     @property
@@ -474,6 +546,11 @@ def plan_score(
     contract, contract_file = _load_contract(trees["parent"], request)
     if not contract.properties:
         raise ContractError("the contract lists no properties to run", where=request.contract)
+    held_out = _held_out(request, config, contract)
+    if held_out is not None and describe_trees:
+        raise ContractError(
+            "held-out properties run on the local executor only", where=str(held_out.directory)
+        )
     contract_paths = contract.contract_paths(
         contract_file, fixtures=manifest_fixtures(trees["parent"], contract)
     )
@@ -515,14 +592,27 @@ def plan_score(
         snapshots={name: _snapshot(tree) for name, tree in trees.items()},
         quarantined=quarantined,
         layout=detect_layout(trees["parent"], override=import_roots, start=contract.tests_dir()),
+        held_out=held_out,
+        extra_seeds=draw_extra_seeds(config.extra_seeds, taken=resolved.seeds),
     )
+    plan.groups = plan_groups(resolved, plan.extra_seeds, held_out)
     plan.units = _units(plan, describe_trees)
     return plan
 
 
+def _held_out(request: ScoreRequest, config: ScorerConfig, contract: Contract) -> HeldOut | None:
+    """The request's held-out directory, else the config's, loaded and checked; or None."""
+    directory = request.held_out or (Path(config.held_out_dir) if config.held_out_dir else None)
+    if directory is None:
+        return None
+    # As root, sandboxed code runs as another uid: the files must be readable by others.
+    return load_held_out(directory, contract, repo=request.repo, other_uid=os.geteuid() == 0)
+
+
 def _units(plan: ScorePlan, describe_trees: bool) -> list[RunUnit]:
-    """Every (tree, seed) of the schedule, in schedule order, parent first."""
-    targets = tuple(_targets(plan.resolved))
+    """Every (group, tree, seed): each group's schedule in order, parent first. A hidden
+    group never shares a process with the contract's properties, so a crash it causes
+    cannot show as a missing row of a property the agent sees."""
     shas = {"parent": plan.parent_sha, "patch": plan.patch_sha}
     sources: dict[str, TreeSource | None] = {name: None for name in TREES}
     if describe_trees:
@@ -543,14 +633,17 @@ def _units(plan: ScorePlan, describe_trees: bool) -> list[RunUnit]:
             tree_name=name,
             seed=seed,
             tree=plan.trees[name],
-            targets=targets,
+            targets=tuple(_targets(group.contract)),
             contract_paths=tuple(plan.contract_paths),
             limits=plan.config.run_limits,
             source=sources[name],
             layout=plan.layout,
+            group=group.name,
+            tests_dir=group.tests_dir,
         )
+        for group in plan.groups
         for name in TREES
-        for seed in plan.resolved.seeds
+        for seed in group.contract.seeds
     ]
 
 
@@ -567,6 +660,9 @@ class ChecksWithoutRuns:
     sources: list[SourceChange]
     fixture_changes: list[str]
     diff: str
+    inputs: PropertyInputs
+    """The contract's property inputs (never held-out ones: the outcome the agent sees must
+    not depend on them)."""
 
 
 def check_without_runs(plan: ScorePlan) -> ChecksWithoutRuns:
@@ -582,6 +678,9 @@ def check_without_runs(plan: ScorePlan) -> ChecksWithoutRuns:
         config.protected_paths,
     )
     fixtures = _fixture_paths(trees["parent"], contract)
+    inputs = property_inputs_in(
+        trees["parent"], [(p.id, p.test) for p in contract.properties], contract.spec_paths
+    )
     return ChecksWithoutRuns(
         contract_tampered=check_contract_tampered(changes, plan.contract_paths),
         oracle_pin=check_oracle_pin(changes, oracle_files),
@@ -595,10 +694,11 @@ def check_without_runs(plan: ScorePlan) -> ChecksWithoutRuns:
             ),
         ),
         quarantine=_quarantine_check(trees["parent"], contract, plan.quarantined),
-        suspicious=check_suspicious(sources, contract.seeds),
+        suspicious=check_suspicious(sources, contract.seeds, inputs),
         sources=sources,
         fixture_changes=[c.path for c in changes if c.path in fixtures],
         diff=plan.clone.git.diff(plan.parent_sha, plan.patch_sha, "--binary") + "\n",
+        inputs=inputs,
     )
 
 
@@ -606,10 +706,15 @@ def finish_score(
     plan: ScorePlan,
     outcomes: Mapping[UnitKey, RunOutcome],
     before: ChecksWithoutRuns | None = None,
+    pinning: Pinning | None = None,
 ) -> Verdict:
-    """The decision phase: after-run guards, rows, gate, scorecard, ticket, bundle."""
+    """The decision phase: after-run guards, rows, gates, scorecard, ticket, bundle.
+
+    ``pinning``: what the nudges of moved boundaries showed (None: none ran)."""
     if before is None:
         before = check_without_runs(plan)
+    if pinning is None:
+        pinning = Pinning(frozenset(), ())
     config, contract, resolved = plan.config, plan.contract, plan.resolved
     parent_sha, patch_sha, trees = plan.parent_sha, plan.patch_sha, plan.trees
     contract_hash = resolved.contract_hash
@@ -629,7 +734,8 @@ def finish_score(
     ]
     drifts += [line for outcome in outcomes.values() for line in outcome.drift]
     rows = {
-        name: _rows(name, sha, runs, resolved, contract_hash, *plan.hashes[name])
+        (group.name, name): _rows(group, name, sha, runs, *plan.hashes[name])
+        for group in plan.groups
         for name, sha in (("parent", parent_sha), ("patch", patch_sha))
     }
     bundle = BundleWriter.create(log_dir, patch_sha)
@@ -638,30 +744,48 @@ def finish_score(
     try:
         skip: SkipReason | None = None
         try:
-            bundle.write_text("parent.jsonl", dump_rows(rows["parent"]), sync=True)
-            bundle.write_text("patch.jsonl", dump_rows(rows["patch"]), sync=True)
+            for side in TREES:
+                text = "".join(dump_rows(rows[(g.name, side)]) for g in plan.groups)
+                bundle.write_text(f"{side}.jsonl", text, sync=True)
         except OSError:
             skip = SkipReason.ROWS_NOT_SAVED
-        gate = decide(resolved, rows["parent"], rows["patch"], skip_reason=skip)
+        gates: dict[str, GateResult] = {
+            g.name: decide(
+                g.contract, rows[(g.name, "parent")], rows[(g.name, "patch")], skip_reason=skip
+            )
+            for g in plan.groups
+        }
+        gate = gates.pop("contract")
         scorecard = [
             before.contract_tampered,
             check_fixture_drifted(drifts),
             before.oracle_pin,
             before.test_tampering,
             check_shadowing(plan.changes, _runtime_tampering(runs)),
-            check_differential(gate),
-            check_spec_review(gate, before.sources, before.fixture_changes),
+            check_differential(gate, hidden=gates),
+            check_spec_review(
+                gate,
+                before.sources,
+                before.fixture_changes,
+                before.inputs,
+                pinned=pinning.pinned,
+                nudges=pinning.evidence,
+            ),
             before.quarantine,
             before.suspicious,
             check_forged(_forgeries(runs, {s.path for s in before.sources if s.patch is not None})),
         ]
-        decision = final_decision(gate.decision, scorecard)
-        findings = [
+        decision = final_decision(
+            combine_decisions([gate.decision, *(g.decision for g in gates.values())]), scorecard
+        )
+        findings = [f"{name}: {g.decision}" for name, g in gates.items() if g.decision != "accept"]
+        findings += [
             f"{c.check}: {c.outcome}"
             for c in scorecard
             if c.outcome != "pass" and c.check != "differential"
         ]
         note = review_note(gate, final=decision, findings=findings)
+        note += hidden_note(gates, extra_seeds=plan.extra_seeds)
         if decision == "propose_freeze":
             ticket = verdict_id
             write_ticket(
@@ -670,7 +794,12 @@ def finish_score(
                 patch_sha=patch_sha,
                 parent_sha=parent_sha,
                 contract_hash=contract_hash,
-                properties=[r.prop for r in gate.results if r.reason == Reason.SHARED_VARIANT_FAIL],
+                properties=[
+                    r.prop
+                    for g in (gate, *gates.values())
+                    for r in g.results
+                    if r.reason == Reason.SHARED_VARIANT_FAIL
+                ],
             )
         verdict = Verdict(
             verdict_id=verdict_id,
@@ -684,8 +813,16 @@ def finish_score(
             review_note=note + check_lines(scorecard),
             ticket=ticket,
             request_id=plan.request.request_id,
+            hidden=gates,
+            extra_seeds=plan.extra_seeds,
+            held_out=plan.held_out,
         )
         bundle.write_json("contract.resolved.json", resolved.model_dump(mode="json"))
+        for group in plan.groups[1:]:
+            bundle.write_json(
+                f"{group.name.replace('_', '-')}.resolved.json",
+                group.contract.model_dump(mode="json"),
+            )
         bundle.write_json("decision.json", verdict.to_json())
         bundle.write_json("scorecard.json", [c.model_dump() for c in scorecard])
         bundle.write_text("review-note.txt", note)
@@ -774,6 +911,7 @@ __all__ = [
     "Verdict",
     "check_without_runs",
     "finish_score",
+    "pin_moved_boundaries",
     "plan_score",
     "restore_from_parent",
     "score",

@@ -29,6 +29,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from patchwarden.sandbox import (
     ConfigError,
     SandboxConfig,
+    drops_privileges,
     mounted_host_paths,
     require_sandbox,
     resolve_commit,
@@ -36,7 +37,9 @@ from patchwarden.sandbox import (
 from patchwarden.scorer import (
     Contract,
     ContractError,
+    HeldOut,
     base_is_broken,
+    load_held_out,
     read_contract_at,
     read_only_paths_at,
     read_quarantine_at,
@@ -97,6 +100,8 @@ class Setup:
     scorer_state: Path
     server_state: Path
     agent_sandbox: SandboxConfig
+    held_out: HeldOut | None = None
+    """The operator's held-out properties, checked at start-up; the agent never sees them."""
 
 
 def apply_overrides(config: OperatorConfig, options: ServeOptions) -> OperatorConfig:
@@ -170,6 +175,7 @@ def prepare(options: ServeOptions) -> Setup:
         raise ConfigError(
             "the log directory and the scorer state directory must be apart", where=str(log_dir)
         )
+    held_out = _held_out_at_start(config, repo, contract, [server_state, scorer_state])
     try:
         private_dir(server_state)
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -199,15 +205,56 @@ def prepare(options: ServeOptions) -> Setup:
         log_dir=log_dir,
         scorer_state=scorer_state,
         server_state=server_state,
-        agent_sandbox=hide_secret_dirs(config.sandbox, [server_state, scorer_state, log_dir]),
+        agent_sandbox=hide_secret_dirs(
+            config.sandbox, [server_state, scorer_state, log_dir, *_held_out_dirs(held_out)]
+        ),
+        held_out=held_out,
     )
+
+
+def _held_out_at_start(
+    config: OperatorConfig, repo: Path, contract: Contract, apart_from: Sequence[Path]
+) -> HeldOut | None:
+    """The held-out properties, checked before anything is served: a problem refuses the
+    session (one line, exit 2). They must lie outside the repository and apart from every
+    directory the agent's worktree can be in."""
+    if not config.scorer.held_out_dir:
+        return None
+    held_out = load_held_out(
+        Path(config.scorer.held_out_dir),
+        contract,
+        repo=repo,
+        other_uid=drops_privileges(config.sandbox),
+    )
+    worktrees = [*apart_from]
+    if config.agent.worktree_dir:
+        worktrees.append(Path(config.agent.worktree_dir).resolve())
+    for directory in worktrees:
+        if _within(held_out.directory, directory) or _within(directory, held_out.directory):
+            raise ConfigError(
+                f"the held-out directory must be apart from {directory}",
+                where=str(held_out.directory),
+            )
+    return held_out
+
+
+def _held_out_dirs(held_out: HeldOut | None) -> list[Path]:
+    return [] if held_out is None else [held_out.directory]
 
 
 def scorer_start(setup: Setup) -> Start:
     """The scorer child's settings: the operator's, with the log directory resolved and every
     secret directory hidden from its sandboxed runs as from the agent's."""
-    scorer = setup.config.scorer.model_copy(update={"log_dir": str(setup.log_dir)})
-    secret = [setup.scorer_state, setup.log_dir, setup.server_state]
+    resolved: dict[str, object] = {"log_dir": str(setup.log_dir)}
+    if setup.held_out is not None:
+        resolved["held_out_dir"] = str(setup.held_out.directory)
+    scorer = setup.config.scorer.model_copy(update=resolved)
+    secret = [
+        setup.scorer_state,
+        setup.log_dir,
+        setup.server_state,
+        *_held_out_dirs(setup.held_out),
+    ]
     return Start(
         repo=str(setup.repo),
         contract=setup.contract_arg,

@@ -22,7 +22,7 @@ from patchwarden.sandbox import (
     fetch_commits,
 )
 from patchwarden.scorer import _bundle
-from patchwarden.scorer._batch import HELD_OUT_UNSUPPORTED, SharedRuns, read_requests
+from patchwarden.scorer._batch import SharedRuns, read_requests
 from patchwarden.scorer._bundle import BundleWriter, append_index
 from patchwarden.scorer._verdicts import read_index
 from patchwarden.scorer.executors import Executor, RunOutcome, RunUnit, tree_digest
@@ -50,9 +50,10 @@ def test_each_bad_line_is_one_error_naming_file_and_line(tmp_path: Path) -> None
     ]
     requests, errors = _results(tmp_path, "\n".join(lines) + "\n")
     where = tmp_path / "requests.jsonl"
-    assert [(r.id, r.line, r.repo, r.contract) for r in requests] == [
-        ("a", 1, tmp_path / "r", "contract/differential-contract.yaml"),
-        ("d", 10, tmp_path / "r", "c.yaml"),
+    assert [(r.id, r.line, r.repo, r.contract, r.held_out) for r in requests] == [
+        ("a", 1, tmp_path / "r", "contract/differential-contract.yaml", None),
+        ("h", 8, tmp_path / "r", "contract/differential-contract.yaml", "/srv/held-out"),
+        ("d", 10, tmp_path / "r", "c.yaml", None),
     ]
     assert [(e.line, e.id, e.error) for e in errors] == [
         (2, None, f"{where}:2: not a JSON object"),
@@ -61,7 +62,6 @@ def test_each_bad_line_is_one_error_naming_file_and_line(tmp_path: Path) -> None
         (5, "bad\nid", f"{where}:5: id: String should match pattern '^[^\\x00-\\x1f\\x7f]+$'"),
         (6, None, f"{where}:6: id: missing"),
         (7, "a", f"{where}:7: duplicate id 'a' (first on line 1)"),
-        (8, "h", f"{where}:8: {HELD_OUT_UNSUPPORTED}"),
     ]
     assert errors[0].to_json() == {"id": None, "error": f"{where}:2: not a JSON object", "line": 2}
 

@@ -103,7 +103,9 @@ def add_quarantine_commit(repo: Path) -> str:
     return "quarantined"
 
 
-def build_example(base: Path, config_extra: str = "", quarantine: bool = False) -> dict[str, Path]:
+def build_example(
+    base: Path, config_extra: str = "", quarantine: bool = False, scorer_extra: str = ""
+) -> dict[str, Path]:
     repo = base / "orders"
     subprocess.run(
         [sys.executable, str(EXAMPLES / "make_repo.py"), str(repo)], check=True, capture_output=True
@@ -119,7 +121,7 @@ def build_example(base: Path, config_extra: str = "", quarantine: bool = False) 
     }
     dirs["config"].write_text(
         f"scorer:\n  state_dir: {json.dumps(str(dirs['scorer_state']))}\n"
-        f"  log_dir: {json.dumps(str(dirs['logs']))}\n"
+        f"  log_dir: {json.dumps(str(dirs['logs']))}\n{scorer_extra}"
         f"agent:\n  repo: {json.dumps(str(repo))}\n  base: {base_ref}\n{config_extra}"
     )
     return dirs
@@ -139,8 +141,8 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     portal_cm = start_blocking_portal()
     portal = portal_cm.__enter__()
 
-    def start(config_extra: str = "", quarantine: bool = False) -> Served:
-        dirs = build_example(tmp_path_factory.mktemp("e2e"), config_extra, quarantine)
+    def start(config_extra: str = "", quarantine: bool = False, scorer_extra: str = "") -> Served:
+        dirs = build_example(tmp_path_factory.mktemp("e2e"), config_extra, quarantine, scorer_extra)
         params = StdioServerParameters(
             command=sys.executable,
             args=[

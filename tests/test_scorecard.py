@@ -318,12 +318,12 @@ def test_spec_review_only_reviews_a_cleared_parent_failure(repo: git.Repo) -> No
     assert check.evidence == ["pkg/pricing.py: bulk: comparison operators: removed GtE; added Gt"]
 
 
-def test_the_examples_fix_trips_spec_review(example_repo: Path) -> None:
-    """Decided honestly: the fix turns ``BULK_FACTOR = 0.95`` into ``Decimal("0.95")`` (the
-    same number as written: not a change) but it also drops ``round(..., 2)`` from
-    ``bulk_price``, the very code whose rounding the cleared property checks. Removing a
-    rounding constant in a patch that clears a rounding property is what a reviewer must
-    look at, so the accept carries ``spec_review: review``."""
+def test_the_examples_fix_moves_no_boundary(example_repo: Path) -> None:
+    """The fix turns ``BULK_FACTOR = 0.95`` into ``Decimal("0.95")`` (the same number as
+    written: not a change) and drops ``round(..., 2)`` from ``bulk_price``. That ``2`` is
+    computation, not a threshold: changing it changes every bulk price, which the cleared
+    property sees on every sample, so it is no boundary a property could miss
+    (docs/design/spec-review.md). The accept carries no spec_review finding."""
     repo = git.Repo(example_repo)
     base, fix = repo.commit("base").hexsha, repo.commit("patch-fix").hexsha
     changes = _changes(repo, base, fix)
@@ -340,10 +340,12 @@ def test_the_examples_fix_trips_spec_review(example_repo: Path) -> None:
         [RunRow(prop="prop.bulk_rounding", seed=s, status="pass") for s in (11, 29)],
     )
     check = check_spec_review(gate, sources, [])
-    assert check.outcome == "review"
-    assert check.evidence == [
-        "orders/total.py: bulk_price: numeric constants: removed 2",
-        "parent_fail_cleared: prop.bulk_rounding",
+    assert (check.outcome, check.evidence) == ("pass", [])
+    # Moving the bulk threshold, by contrast, is a finding.
+    moved = after_fix = repo.git.show(f"{fix}:orders/total.py")
+    moved = after_fix.replace("if qty >= BULK_MIN_QTY", "if qty > BULK_MIN_QTY")
+    assert [c.evidence() for c in boundary_changes("orders/total.py", after_fix, moved)] == [
+        "orders/total.py: bulk_price: comparison operators: removed GtE; added Gt"
     ]
     # The refactor moves code into new helpers: no boundary moved.
     total = "orders/total.py"

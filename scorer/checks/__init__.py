@@ -25,7 +25,8 @@ from ._scorecard import (
     matches,
     under,
 )
-from ._spec_review import BoundaryChange, boundary_changes
+from ._spec_review import BoundaryChange, Nudge, ScopeNudges, boundary_changes, boundary_nudges
+from ._special_case import PropertyInputs, SpecialCase, property_inputs_in, special_cases
 from ._suspicious import Finding, find_suspicious
 
 __all__ = [
@@ -34,8 +35,13 @@ __all__ = [
     "Change",
     "Check",
     "Finding",
+    "Nudge",
+    "PropertyInputs",
+    "ScopeNudges",
     "SourceChange",
+    "SpecialCase",
     "boundary_changes",
+    "boundary_nudges",
     "check_contract_tampered",
     "check_differential",
     "check_fixture_drifted",
@@ -50,8 +56,10 @@ __all__ = [
     "final_decision",
     "find_suspicious",
     "matches",
+    "property_inputs_in",
     "remove_bytecode",
     "restore_from_parent",
+    "special_cases",
     "tree_entries",
     "under",
 ]

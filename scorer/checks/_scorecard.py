@@ -9,7 +9,7 @@ from __future__ import annotations
 import fnmatch
 import sys
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Literal
 
@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..gate import Decision, GateResult, Reason, one_line
 from ._spec_review import boundary_changes
+from ._special_case import PropertyInputs, special_cases
 from ._suspicious import new_suspicious
 
 Outcome = Literal["pass", "review", "reject"]
@@ -156,16 +157,26 @@ def check_forged(evidence: Sequence[str]) -> Check:
     return Check(check="forged", outcome="reject" if evidence else "pass", evidence=list(evidence))
 
 
-def check_differential(gate: GateResult) -> Check:
-    outcome: Outcome = {
-        "accept": "pass",
-        "reject": "reject",
-        "propose_freeze": "review",
-        "skipped": "review",
-    }[gate.decision]  # type: ignore[assignment]
-    evidence = [f"{r.prop}: {r.reason}" for r in gate.results]
-    if gate.skip_reason:
-        evidence.append(f"gate skipped: {gate.skip_reason}")
+OUTCOME_OF_DECISION: dict[str, Outcome] = {
+    "accept": "pass",
+    "reject": "reject",
+    "propose_freeze": "review",
+    "skipped": "review",
+}
+
+
+def check_differential(gate: GateResult, hidden: Mapping[str, GateResult] | None = None) -> Check:
+    """The gate's decision; ``hidden`` gates (extra seeds, held-out properties) count the
+    same, their evidence prefixed by the group (reviewers only: the agent sees outcomes)."""
+    gates = [("", gate), *((f"{name}: ", g) for name, g in (hidden or {}).items())]
+    outcomes = {OUTCOME_OF_DECISION[g.decision] for _, g in gates}
+    severity: tuple[Outcome, ...] = ("reject", "review", "pass")
+    outcome = next(o for o in severity if o in outcomes)
+    evidence = []
+    for prefix, g in gates:
+        evidence += [f"{prefix}{r.prop}: {r.reason}" for r in g.results]
+        if g.skip_reason:
+            evidence.append(f"{prefix}gate skipped: {g.skip_reason}")
     return Check(check="differential", outcome=outcome, evidence=evidence)
 
 
@@ -190,37 +201,76 @@ def check_quarantine(
     return Check(check="quarantine", outcome="review" if problems else "pass", evidence=evidence)
 
 
-def check_suspicious(sources: Sequence[SourceChange], seeds: Sequence[int]) -> Check:
-    """Product code the patch makes reach into the test machinery (review)."""
+def _special_case_lines(
+    sources: Sequence[SourceChange], inputs: PropertyInputs | None
+) -> list[str]:
+    if inputs is None:
+        return []
+    return [
+        case.evidence()
+        for source in sources
+        for case in special_cases(source.path, source.parent, source.patch, inputs)
+    ]
+
+
+def check_suspicious(
+    sources: Sequence[SourceChange],
+    seeds: Sequence[int],
+    inputs: PropertyInputs | None = None,
+) -> Check:
+    """Product code the patch makes reach into the test machinery, or that special-cases
+    the properties' concrete inputs (review)."""
     hits = [
         finding.evidence()
         for source in sources
         if source.patch is not None
         for finding in new_suspicious(source.path, source.parent, source.patch, seeds)
     ]
+    hits += _special_case_lines(sources, inputs)
     return Check(check="suspicious", outcome="review" if hits else "pass", evidence=hits)
 
 
-def check_spec_review(
-    gate: GateResult, sources: Sequence[SourceChange], fixture_changes: Sequence[str]
-) -> Check:
-    """A ``parent_fail_cleared`` accept whose patch moves a boundary or a fixture (review).
+ADDED_GUARD_NOTE = "note (an added guard, not a moved boundary): "
+PINNED_NOTE = "note (moved, but pinned: every nudge of it fails a property): "
+NUDGE_NOTE = "note (nudge): "
 
-    The evidence lists every boundary change found, cleared property or not;
-    the outcome is ``review`` only when some property was cleared.
+
+def check_spec_review(
+    gate: GateResult,
+    sources: Sequence[SourceChange],
+    fixture_changes: Sequence[str],
+    inputs: PropertyInputs | None = None,
+    *,
+    pinned: Collection[tuple[str, str]] = (),
+    nudges: Sequence[str] = (),
+) -> Check:
+    """A ``parent_fail_cleared`` accept whose patch moves a boundary, changes a fixture or
+    special-cases a property's input (review); SPEC section 6, last paragraph.
+
+    Moved boundaries (an existing comparison's operator or constant changed or removed),
+    changed fixtures and special cases are findings; purely added comparisons and
+    constants (a new guard) are notes. The evidence lists them all, cleared property or
+    not; the outcome is ``review`` only when some property was cleared and there is a
+    finding. ``pinned``: (path, scope) whose moved boundary the properties pin down (every
+    nudge of it failed one, scorer/_pinning.py): a note too; ``nudges``: what each nudge did.
     """
     cleared = [r.prop for r in gate.results if r.reason == Reason.PARENT_FAIL_CLEARED]
-    hits = [
-        change.evidence()
+    changes = [
+        change
         for source in sources
         for change in boundary_changes(source.path, source.parent, source.patch)
     ]
+    hits = [c.evidence() for c in changes if c.moved and (c.path, c.scope) not in pinned]
     hits += [f"fixture changed: {path}" for path in fixture_changes]
+    hits += _special_case_lines(sources, inputs)
+    notes = [PINNED_NOTE + c.evidence() for c in changes if c.moved and (c.path, c.scope) in pinned]
+    notes += [ADDED_GUARD_NOTE + c.evidence() for c in changes if not c.moved]
+    notes += [NUDGE_NOTE + line for line in nudges]
     cleared_line = [f"parent_fail_cleared: {', '.join(cleared)}"] if cleared and hits else []
     return Check(
         check="spec_review",
         outcome="review" if cleared and hits else "pass",
-        evidence=hits + cleared_line,
+        evidence=hits + cleared_line + notes,
     )
 
 

@@ -24,7 +24,10 @@ from types import TracebackType
 from patchwarden.sandbox import ImportLayout, Limits, PropertyRun, PropertyTarget
 
 UnitKey = tuple[str, int]
-"""(tree name, seed): a unit's place in one request's schedule."""
+"""(run name, seed): a unit's place in one request's schedule. The run name is the tree's
+(``parent``, ``patch``) for the contract's schedule, and ``group:tree`` for a group the
+agent never sees (``held_out:patch``, ``extra_seeds:parent``; scorer/_groups.py)."""
+CONTRACT_GROUP = "contract"
 
 
 @dataclass(frozen=True)
@@ -66,10 +69,17 @@ class RunUnit:
     layout: ImportLayout | None = None
     """Where the project's code is imported from: the parent's, for both trees (None: read
     from the tree the unit runs on)."""
+    group: str = CONTRACT_GROUP
+    """The run group (scorer/_groups.py): the contract's schedule, extra seeds, held-out."""
+    tests_dir: Path | None = None
+    """A held-out directory the targets' tests live in, mounted read-only apart from the tree
+    (local executor only); None: the tests are the tree's."""
 
     @property
     def key(self) -> UnitKey:
-        return (self.tree_name, self.seed)
+        if self.group == CONTRACT_GROUP:
+            return (self.tree_name, self.seed)
+        return (f"{self.group}:{self.tree_name}", self.seed)
 
 
 @dataclass(frozen=True)

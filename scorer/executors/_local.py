@@ -44,6 +44,7 @@ class LocalExecutor(Executor):
             contract_paths=unit.contract_paths,
             limits=unit.limits,
             layout=unit.layout,
+            tests_dir=unit.tests_dir,
         )
         return RunOutcome(run=run)
 

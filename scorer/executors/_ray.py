@@ -130,6 +130,8 @@ class RayExecutor(Executor):
     def submit(self, unit: RunUnit) -> Future[RunOutcome]:
         if unit.source is None:
             raise ValueError("a unit for the ray executor needs its TreeSource")
+        if unit.tests_dir is not None:
+            raise ValueError("held-out properties run on the local executor only")
         bundles = self._bundles_for(unit.source)
         ref = self._task.remote(unit, self._sandbox_json, self._state_dir, *bundles)
         outcome: Future[RunOutcome] = Future()

@@ -35,6 +35,10 @@ class RunRow(BaseModel):
     spec_hash: str | None = None
     fixture_closure_hash: str | None = None
     duration_s: float | None = None
+    held_out: bool | None = None
+    """True on a row of a held-out property (SPEC section 13): reviewers see it marked."""
+    extra_seed: bool | None = None
+    """True on a row of a seed drawn for this submission only, besides the schedule."""
 
 
 def _field_error(obj: dict[str, Any]) -> str | None:
@@ -52,6 +56,9 @@ def _field_error(obj: dict[str, Any]) -> str | None:
     for key in ("tree", "sha", "contract_hash", "spec_hash", "fixture_closure_hash"):
         if obj.get(key) is not None and not isinstance(obj[key], str):
             return f"{key!r} must be a string"
+    for key in ("held_out", "extra_seed"):
+        if obj.get(key) is not None and not isinstance(obj[key], bool):
+            return f"{key!r} must be true or false"
     duration = obj.get("duration_s")
     if duration is not None and (
         isinstance(duration, bool) or not isinstance(duration, int | float)

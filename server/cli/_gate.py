@@ -40,6 +40,13 @@ def decide_cmd(parent_rows: Path, patch_rows: Path, contract_path: Path, as_json
     type=click.Path(path_type=Path, file_okay=False),
     help="Where the evidence bundle goes (default: the config's scorer.log_dir).",
 )
+@click.option(
+    "--held-out",
+    "held_out",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Held-out properties: a directory outside the repository with held-out.yaml and "
+    "its tests (default: the config's scorer.held_out_dir).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the decision object.")
 @config_option
 def score_cmd(
@@ -48,6 +55,7 @@ def score_cmd(
     parent: str,
     patch: str,
     log_dir: Path | None,
+    held_out: Path | None,
     as_json: bool,
     config_path: Path | None,
 ) -> None:
@@ -59,7 +67,9 @@ def score_cmd(
     with progress("score", total=None) as bar:
         bar.note("checking out both commits")
         verdict = score(
-            ScoreRequest(repo=repo, contract=contract, parent=parent, patch=patch),
+            ScoreRequest(
+                repo=repo, contract=contract, parent=parent, patch=patch, held_out=held_out
+            ),
             scorer_config,
             config.sandbox,
             on_run=bar.report,

@@ -39,6 +39,23 @@ def _reasons(results: Any) -> str:
     return ", ".join(f"{n} {r}" for r, n in counts.items()) or "-"
 
 
+HIDDEN_LABELS = {"extra_seeds": "extra seeds", "held_out": "held out"}
+
+
+def _hidden_rows(decision: dict[str, Any]) -> list[list[str]]:
+    """The hidden groups' results (never shown to the agent), each marked with its group."""
+    rows = []
+    for group, label in HIDDEN_LABELS.items():
+        section = decision.get(group)
+        if not isinstance(section, dict):
+            continue
+        for r in section.get("results", []):
+            if isinstance(r, dict):
+                prop = f"{r.get('prop', '-')} ({label})"
+                rows.append([printable(str(v)) for v in (prop, r.get("decision"), r.get("reason"))])
+    return rows
+
+
 def _show_text(bundle: VerdictBundle) -> str:
     d = bundle.decision
     gate = d.get("gate_decision", d.get("decision"))
@@ -58,15 +75,13 @@ def _show_text(bundle: VerdictBundle) -> str:
         head.append(["ticket", f"deleted (expired): {bundle.ticket_file}"])
     parts = ["\n".join(f"{k:<9} {printable(v)}" for k, v in head)]
     results = [r for r in d.get("results", []) if isinstance(r, dict)]
+    rows = [
+        [printable(str(r.get(k, "-"))) for k in ("prop", "decision", "reason")] for r in results
+    ]
+    rows += _hidden_rows(d)
     parts.append(
-        table(
-            ("PROPERTY", "DECISION", "REASON"),
-            [
-                [printable(str(r.get(k, "-"))) for k in ("prop", "decision", "reason")]
-                for r in results
-            ],
-        )
-        if results
+        table(("PROPERTY", "DECISION", "REASON"), rows)
+        if rows
         else "properties: none (gate skipped)"
     )
     counts = d.get("counts", {})

@@ -1,0 +1,312 @@
+"""Spec-review precision (SPEC section 6, last paragraph) and the special-casing signature.
+
+Pure: source text in, findings out. A moved boundary stays a finding, an added guard is a
+note, and an added test of a value the properties feed in is ``special-cases an input of
+prop.X`` in ``spec_review`` and in ``suspicious``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from patchwarden.scorer import Contract, Property, RunRow, decide
+from patchwarden.scorer.checks import (
+    PropertyInputs,
+    SourceChange,
+    boundary_changes,
+    check_spec_review,
+    check_suspicious,
+    special_cases,
+)
+
+PROPERTIES = [
+    ("prop.sliced", "tests/properties/test_m.py::test_sliced"),
+    ("prop.clamp", "tests/properties/test_m.py::test_clamp"),
+    ("prop.split", "tests/properties/test_m.py::test_split"),
+]
+PROPERTY_FILE = '''\
+"""Properties of m. The words "abcdef" and 'Helper' in a docstring are not inputs."""
+
+import pytest
+
+from m import clamp, sliced, split_before
+
+
+class Helper:
+    marker = True
+
+    def size(self):
+        return 7
+
+
+@pytest.mark.parametrize(("seq", "n"), [([1, 2, 3], -1), ("abcdef", -2)])
+def test_sliced(seq, n):
+    with pytest.raises(ValueError):
+        list(sliced(seq, n))
+
+
+def test_clamp():
+    assert clamp(15, 0, 10) == 10
+    assert clamp(Helper(), 0, 1) is not None
+
+
+def test_split():
+    assert list(split_before([], lambda x: x == 1, maxsplit=0)) == []
+    assert split_before("ab" + "cd", 1) == "-".join(["x", "y"])
+'''
+INPUTS = PropertyInputs.from_sources({"tests/properties/test_m.py": PROPERTY_FILE}, PROPERTIES)
+BASE = """\
+LIMIT = 10
+
+
+def sliced(seq, n, strict=False):
+    iterator = takewhile(len, (seq[i : i + n] for i in count(0, n)))
+    return iterator
+
+
+def clamp(value, low, high):
+    if value < low:
+        return low
+    return value
+
+
+def split_before(iterable, pred, maxsplit=-1):
+    if maxsplit == 0:
+        yield list(iterable)
+        return
+"""
+
+
+def _before(anchor: str, code: str) -> str:
+    assert BASE.count(anchor) == 1, anchor
+    return BASE.replace(anchor, code + anchor)
+
+
+SLICED = "    iterator ="
+CLAMP = "    if value < low:"
+SPLIT = "    if maxsplit == 0:"
+
+CHEATS = {
+    "a tuple of the inputs": (
+        _before(SLICED, "    if (seq, n) == ('abcdef', -2):\n        raise ValueError\n"),
+        ["special-cases an input of prop.sliced: m.py:5: sliced tests ['abcdef', -2]"],
+    ),
+    "a list input and its elements": (
+        _before(SLICED, "    if list(seq) == [1, 2, 3]:\n        raise ValueError\n"),
+        ["special-cases an input of prop.sliced: m.py:5: sliced tests [1, 2, 3]"],
+    ),
+    "specific numbers": (
+        _before(CLAMP, "    if (value, low, high) == (15, 0, 10):\n        return 10\n"),
+        ["special-cases an input of prop.clamp: m.py:10: clamp tests 15, 10"],
+    ),
+    "only trivial values, tied together": (
+        _before(SPLIT, "    if (iterable, maxsplit) == ([], 0):\n        return\n"),
+        ["special-cases an input of prop.split, prop.clamp: m.py:16: split_before tests [], 0"],
+    ),
+    "trivial values joined by and": (
+        _before(SPLIT, "    if iterable == [] and maxsplit == 0:\n        return\n"),
+        ["special-cases an input of prop.split, prop.clamp: m.py:16: split_before tests [], 0"],
+    ),
+    "the name of a class the property defines": (
+        _before(CLAMP, "    if type(value).__name__ == 'Helper':\n        return low\n"),
+        [
+            "special-cases an input of prop.sliced, prop.clamp, prop.split: m.py:10: "
+            "clamp tests 'Helper'"
+        ],
+    ),
+    "an attribute the property's class defines": (
+        _before(CLAMP, "    if getattr(value, 'marker', False):\n        return low\n"),
+        [
+            "special-cases an input of prop.sliced, prop.clamp, prop.split: m.py:10: "
+            "clamp tests 'marker'"
+        ],
+    ),
+    "a string the property builds": (
+        _before(SPLIT, "    if iterable == 'abc' + 'd':\n        return 'x-y'\n"),
+        ["special-cases an input of prop.split: m.py:16: split_before tests 'abcd'"],
+    ),
+    "a lookup table of inputs": (
+        _before(SLICED, "    if (seq, n) in KNOWN:\n        raise ValueError\n").replace(
+            "LIMIT = 10\n", "LIMIT = 10\nKNOWN = {('abcdef', -2), ('zz', 5)}\n"
+        ),
+        ["special-cases an input of prop.sliced: m.py:6: sliced tests ['abcdef', -2]"],
+    ),
+    "a match statement": (
+        _before(SPLIT, "    match iterable:\n        case 'abcd':\n            return\n"),
+        ["special-cases an input of prop.split: m.py:17: split_before tests 'abcd'"],
+    ),
+    "a constant the patch adds": (
+        BASE.replace("LIMIT = 10\n", "LIMIT = 10\nSPECIAL = 15\n")
+        + "\n\ndef above(v):\n    return v == SPECIAL\n",
+        ["special-cases an input of prop.clamp: m.py:23: above tests 15"],
+    ),
+    "a comparison in a return": (
+        BASE + "\n\ndef is_known(n):\n    return n == 15\n",
+        ["special-cases an input of prop.clamp: m.py:22: is_known tests 15"],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(CHEATS))
+def test_special_casing_is_found(name: str) -> None:
+    patch, expected = CHEATS[name]
+    assert [c.evidence() for c in special_cases("m.py", BASE, patch, INPUTS)] == expected
+
+
+HONEST = {
+    "an added guard": _before(SLICED, "    if n < 1:\n        raise ValueError('n < 1')\n"),
+    "an emptiness guard": _before(SLICED, "    if not seq:\n        return iter(())\n"),
+    "one trivial value": _before(SPLIT, "    if maxsplit == 0 and not iterable:\n        return\n"),
+    "trivial values in a disjunction": _before(
+        CLAMP, "    if low == 0 or high == 0:\n        return 0\n"
+    ),
+    "membership of small numbers": _before(
+        CLAMP, "    if value in (0, 1, 2):\n        return value\n"
+    ),
+    "a value that is no input": _before(CLAMP, "    if value == 9999:\n        return high\n"),
+    "a constant the parent already had": BASE + "\n\ndef above(v):\n    return v > LIMIT\n",
+    "a docstring naming an input": _before(CLAMP, '    """Not \'abcdef\' nor Helper."""\n'),
+    "a returned value, not a test": _before(CLAMP, "    print('abcdef')\n"),
+}
+
+
+@pytest.mark.parametrize("name", list(HONEST))
+def test_honest_code_is_not_special_casing(name: str) -> None:
+    assert special_cases("m.py", BASE, HONEST[name], INPUTS) == []
+
+
+def test_a_parent_test_that_moves_is_not_added() -> None:
+    parent = _before(CLAMP, "    if value == 15:\n        return 10\n")
+    moved = parent.replace("    if value == 15:", "    if 15 == value:")
+    assert special_cases("m.py", parent, parent, INPUTS) == []
+    # The comparison changed shape, but 15 is no new value for the scope.
+    assert special_cases("m.py", parent, moved, INPUTS) == []
+
+
+def test_a_new_module_is_compared_with_nothing() -> None:
+    found = special_cases("new.py", None, "def f(x):\n    return x == 'abcdef'\n", INPUTS)
+    assert [c.values for c in found] == [("'abcdef'",)]
+
+
+def test_folding_is_bounded_and_never_raises() -> None:
+    huge = _before(CLAMP, "    if value == 'x' * 10**12 or value == 2**10**9:\n        return 1\n")
+    assert special_cases("m.py", BASE, huge, INPUTS) == []
+    deep = _before(CLAMP, "    if value == " + "(" * 150 + "15" + ")" * 150 + ":\n        pass\n")
+    assert [c.values for c in special_cases("m.py", BASE, deep, INPUTS)] == [("15",)]
+
+
+# -- in the checks ------------------------------------------------------------------------
+
+
+def _gate(cleared: bool) -> object:
+    contract = Contract(seeds=[1], properties=[Property(id="prop.clamp", test="t.py::t")])
+    parent_status = "fail" if cleared else "pass"
+    return decide(
+        contract,
+        [RunRow(prop="prop.clamp", seed=1, status=parent_status, witness="w")],
+        [RunRow(prop="prop.clamp", seed=1, status="pass")],
+    )
+
+
+def _source(patch: str) -> list[SourceChange]:
+    return [SourceChange(path="m.py", parent=BASE, patch=patch)]
+
+
+def test_an_added_guard_is_a_note_not_a_finding() -> None:
+    check = check_spec_review(_gate(True), _source(HONEST["an added guard"]), [], INPUTS)  # type: ignore[arg-type]
+    assert check.outcome == "pass"
+    assert check.evidence == [
+        "note (an added guard, not a moved boundary): m.py: sliced: comparison operators: added Lt",
+        "note (an added guard, not a moved boundary): m.py: sliced: numeric constants: added 1",
+    ]
+
+
+def test_a_moved_boundary_stays_a_finding() -> None:
+    moved = BASE.replace("if value < low", "if value <= low")
+    check = check_spec_review(_gate(True), _source(moved), [], INPUTS)  # type: ignore[arg-type]
+    assert (check.outcome, check.evidence) == (
+        "review",
+        [
+            "m.py: clamp: comparison operators: removed Lt; added LtE",
+            "parent_fail_cleared: prop.clamp",
+        ],
+    )
+    removed = BASE.replace("LIMIT = 10\n", "")
+    check = check_spec_review(_gate(True), _source(removed), [], INPUTS)  # type: ignore[arg-type]
+    assert check.outcome == "review"
+    assert check.evidence[0] == "m.py: <module>: numeric constants: removed 10"
+
+
+def test_special_casing_is_a_finding_in_spec_review_and_suspicious() -> None:
+    patch, expected = CHEATS["specific numbers"]
+    check = check_spec_review(_gate(True), _source(patch), [], INPUTS)  # type: ignore[arg-type]
+    assert check.outcome == "review"
+    assert check.evidence[0] == expected[0]
+    assert check.evidence[1] == "parent_fail_cleared: prop.clamp"
+    assert check.evidence[2].startswith("note (an added guard")
+    # Nothing cleared: spec_review lists it and passes; suspicious flags it regardless.
+    assert check_spec_review(_gate(False), _source(patch), [], INPUTS).outcome == "pass"  # type: ignore[arg-type]
+    suspicious = check_suspicious(_source(patch), [11, 29], INPUTS)
+    assert (suspicious.outcome, suspicious.evidence) == ("review", expected)
+    assert check_suspicious(_source(HONEST["an added guard"]), [11], INPUTS).outcome == "pass"
+
+
+def test_property_inputs_belong_to_their_property() -> None:
+    owners = INPUTS.owners
+    assert owners[("num", "15")] == ("prop.clamp",)
+    assert owners[("str", "abcdef")] == ("prop.sliced",)
+    assert owners[("str", "abcd")] == ("prop.split",)  # built: "ab" + "cd"
+    assert owners[("str", "x-y")] == ("prop.split",)  # built: "-".join(...)
+    assert owners[("str", "Helper")] == ("prop.sliced", "prop.clamp", "prop.split")
+    assert owners[("str", "marker")] == ("prop.sliced", "prop.clamp", "prop.split")
+    assert ("str", "Properties of m.") not in owners
+
+
+# -- what a moved boundary is -----------------------------------------------------------------
+
+SCOPED = """\
+def sliced(seq, n, strict=False):
+    if max_size <= 0:
+        raise ValueError
+    if strict:
+
+        def ret():
+            if len(seq) != n:
+                raise ValueError
+            return seq
+
+        return ret()
+    if word[-1] == "s":
+        return seq * 1000000
+    return seq[0]
+"""
+
+
+def _moved(patch: str) -> list[str]:
+    return [c.evidence() for c in boundary_changes("m.py", SCOPED, patch) if c.moved]
+
+
+def test_a_function_inside_an_if_block_is_a_scope() -> None:
+    assert _moved(SCOPED.replace("len(seq) != n", "len(seq) == n")) == [
+        "m.py: sliced.ret: comparison operators: removed NotEq; added Eq"
+    ]
+
+
+def test_an_operator_change_is_not_hidden_by_an_added_guard() -> None:
+    patch = SCOPED.replace(
+        "    if max_size <= 0:\n",
+        "    if max_count <= 0:\n        raise ValueError\n    if max_size < 0:\n",
+    )
+    assert _moved(patch) == ["m.py: sliced: comparison operators: removed LtE; added Lt, LtE"]
+
+
+def test_case_logic_and_arithmetic_are_no_boundaries() -> None:
+    patch = (
+        SCOPED.replace('word[-1] == "s"', 'word[-1] in "sx"')
+        .replace("* 1000000", "* 1000")
+        .replace("seq[0]", "seq[1]")
+    )
+    assert _moved(patch) == []
+    assert _moved(SCOPED.replace("max_size <= 0", "max_size <= 1")) == [
+        "m.py: sliced: numeric constants: removed 0; added 1"
+    ]
