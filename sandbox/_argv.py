@@ -85,9 +85,16 @@ class LaunchSpec:
 
 
 def build_bwrap_argv(
-    spec: LaunchSpec, config: SandboxConfig, *, info_fd: int | None = None
+    spec: LaunchSpec,
+    config: SandboxConfig,
+    *,
+    info_fd: int | None = None,
+    run_uid: int | None = None,
 ) -> list[str]:
-    """The full bubblewrap command for spec (pure apart from looking up files on the host)."""
+    """The full bubblewrap command for spec (pure apart from looking up files on the host).
+
+    ``run_uid``: the uid the command drops to when root (default: config.sandbox_uid).
+    """
     tree = existing_tree(spec.tree)
     runtime = python_runtime(config)
     argv = [_host_tool("bwrap"), *_namespace_args(config), "--die-with-parent", "--new-session"]
@@ -102,7 +109,7 @@ def build_bwrap_argv(
     argv += _operator_mount_args(config)
     argv += _tree_mount_args(spec, tree)
     argv += _hidden_path_args(config, tree)
-    argv += ["--chdir", TREE_MOUNT, "--", *_uid_drop_args(config), *spec.argv]
+    argv += ["--chdir", TREE_MOUNT, "--", *_uid_drop_args(config, run_uid), *spec.argv]
     return argv
 
 
@@ -120,10 +127,10 @@ def _namespace_args(config: SandboxConfig) -> list[str]:
     return args
 
 
-def _uid_drop_args(config: SandboxConfig) -> list[str]:
+def _uid_drop_args(config: SandboxConfig, run_uid: int | None) -> list[str]:
     if not drops_privileges(config):
         return []
-    uid = config.sandbox_uid
+    uid = config.sandbox_uid if run_uid is None else run_uid
     return [
         _host_tool("setpriv"),
         f"--reuid={uid}",
