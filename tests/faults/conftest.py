@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
+from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from . import tally
+
+
+@pytest.fixture(scope="module")
+def portal() -> Iterator[BlockingPortal]:
+    """An event loop in a thread for the SDK clients of one module."""
+    with start_blocking_portal() as portal:
+        yield portal
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -60,6 +60,12 @@ def wait_for(check: Callable[[], T], timeout: float, what: str) -> T:
 # -- the repository -------------------------------------------------------------------
 
 
+def fix_files() -> dict[str, str]:
+    """The example's fix: tree path -> content."""
+    fix = EXAMPLES / "patches" / "fix"
+    return {p.relative_to(fix).as_posix(): p.read_text() for p in fix.rglob("*.py")}
+
+
 def build_repo(dest: Path) -> Path:
     """The orders example plus ``oneseed`` (the contract with seed 11 only) and
     ``oneseed-fix`` (the example fix on top of it)."""
@@ -72,9 +78,8 @@ def build_repo(dest: Path) -> Path:
     repo.git.add("--all")
     repo.git.commit("-q", "--no-verify", "-m", "one seed", env=IDENTITY)
     repo.create_tag(ONE_SEED)
-    for path in (EXAMPLES / "patches" / "fix").rglob("*.py"):
-        target = dest / path.relative_to(EXAMPLES / "patches" / "fix")
-        target.write_text(path.read_text())
+    for rel, text in fix_files().items():
+        (dest / rel).write_text(text)
     repo.git.add("--all")
     repo.git.commit("-q", "--no-verify", "-m", "the fix, one seed", env=IDENTITY)
     repo.create_tag(ONE_SEED_FIX)
@@ -228,6 +233,20 @@ class Dirs:
         return [e for e in self.audit() if e.get("event") == kind]
 
 
+def patchwarden(*args: str) -> list[str]:
+    """The command line of ``patchwarden ARGS`` with this interpreter."""
+    return [sys.executable, "-P", "-m", "patchwarden", *args]
+
+
+def score_argv(dirs: Dirs, parent: str, patch: str, *extra: str) -> list[str]:
+    """``patchwarden score`` of the served repository with the session's configuration."""
+    contract = "contract/differential-contract.yaml"
+    return patchwarden(
+        *("score", "--repo", str(dirs.repo), "--contract", contract),
+        *("--parent", parent, "--patch", patch, "--config", str(dirs.config), *extra),
+    )
+
+
 def text_of(result: Any) -> str:
     return " ".join(getattr(c, "text", "") for c in result.content)
 
@@ -270,6 +289,10 @@ class Served:
 
     def submissions_left(self) -> int:
         return int(self.ok("get_contract")["submissions_left"])
+
+    def write_fix(self) -> None:
+        for rel, text in fix_files().items():
+            self.ok("write_file", {"path": rel, "content": text})
 
     def touch(self, n: int) -> None:
         """Make the worktree differ from the base (and from the last submission)."""
@@ -334,7 +357,7 @@ def start_http(portal: BlockingPortal, dirs: Dirs) -> tuple[Served, Callable[[],
             stderr=err,
         )
     wait_for(lambda: "listening on" in dirs.stderr.read_text(), 60, "the HTTP server")
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {HTTP_TOKEN}"})
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {HTTP_TOKEN}"}, timeout=600)
     url = f"http://127.0.0.1:{port}/mcp"
     cm = portal.wrap_async_context_manager(
         Client(streamable_http_client(url, http_client=http), read_timeout_seconds=600)

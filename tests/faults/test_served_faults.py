@@ -14,17 +14,17 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import git
 import pytest
-from anyio.from_thread import BlockingPortal, start_blocking_portal
+from anyio.from_thread import BlockingPortal
 
 from . import tally
 from .harness import (
-    EXAMPLES,
+    ONE_SEED,
+    ONE_SEED_FIX,
     Dirs,
     ReadOnly,
     Served,
@@ -35,6 +35,8 @@ from .harness import (
     fill,
     kill9,
     mount_tmpfs,
+    patchwarden,
+    score_argv,
     start_stdio,
     text_of,
     unmount,
@@ -47,14 +49,8 @@ as_root = pytest.mark.skipif(
     os.geteuid() != 0, reason="mounting a small or read-only disk needs root"
 )
 
-REQUEST_TIMEOUT_S = 30
+REQUEST_TIMEOUT_S = 20
 """The session's request deadline: far above a one-seed score, short enough to wait for."""
-
-
-@pytest.fixture(scope="module")
-def portal() -> Iterator[BlockingPortal]:
-    with start_blocking_portal() as portal:
-        yield portal
 
 
 @pytest.fixture(scope="module")
@@ -81,9 +77,7 @@ def dirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dirs]:
 @pytest.fixture(scope="module")
 def served(portal: BlockingPortal, dirs: Dirs) -> Iterator[Served]:
     served, stop = start_stdio(portal, dirs)
-    for path in (EXAMPLES / "patches" / "fix").rglob("*.py"):
-        rel = path.relative_to(EXAMPLES / "patches" / "fix").as_posix()
-        served.ok("write_file", {"path": rel, "content": path.read_text()})
+    served.write_fix()
     try:
         yield served
     finally:
@@ -253,23 +247,7 @@ def test_score_on_a_full_or_read_only_disk_is_one_line_naming_the_path(
         undo: ReadOnly | Path = fill(directory) if where == "log directory" else ReadOnly(directory)
         try:
             done = subprocess.run(
-                [
-                    sys.executable,
-                    "-P",
-                    "-m",
-                    "patchwarden",
-                    "score",
-                    "--repo",
-                    str(dirs.repo),
-                    "--contract",
-                    "contract/differential-contract.yaml",
-                    "--parent",
-                    "oneseed",
-                    "--patch",
-                    "oneseed-fix",
-                    "--config",
-                    str(dirs.config),
-                ],
+                score_argv(dirs, ONE_SEED, ONE_SEED_FIX),
                 env=dirs.env(),
                 capture_output=True,
                 text=True,
@@ -301,17 +279,7 @@ def test_a_torn_last_index_line_is_skipped_and_repaired(served: Served, dirs: Di
             handle.write('{"verdict_id": "20260101T000000Z-0123456789-abcd", "deci')
         torn_line = len(before) + 1
         listed = subprocess.run(
-            [
-                sys.executable,
-                "-P",
-                "-m",
-                "patchwarden",
-                "verdicts",
-                "list",
-                "--json",
-                "--log-dir",
-                str(dirs.logs),
-            ],
+            patchwarden("verdicts", "list", "--json", "--log-dir", str(dirs.logs)),
             env=dirs.env(),
             capture_output=True,
             text=True,
