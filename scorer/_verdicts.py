@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from patchwarden._documents import parse_document
+
 from ._bundle import INDEX, VERDICTS_DIR
 from ._errors import InputError
 from .layers import Ticket, read_ticket, ticket_path
@@ -56,7 +58,7 @@ def read_index(
         torn = number == len(lines)  # the text after the last newline
         try:
             entry = json.loads(line)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # JSONDecodeError, huge integers, deep nesting
             if torn:
                 warn(f"{path}:{number}: skipped a torn last line (an interrupted write)")
                 continue
@@ -83,13 +85,12 @@ class VerdictBundle:
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError("missing from the bundle", where=str(path)) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg}", where=f"{path}:{exc.lineno}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read: {exc}", where=str(path)) from None
+    return parse_document(text, str(path), json_only=True)
 
 
 def resolve_verdict_id(log_dir: Path, wanted: str) -> str:
