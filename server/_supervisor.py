@@ -141,13 +141,13 @@ class ScorerSupervisor:
         self._changed.set()
         self._changed = anyio.Event()
 
-    async def watch(
-        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
-    ) -> None:
-        """Start the first child (a failure is the caller's: serve does not start), then
-        replace each child that exits until the restart limit is reached."""
+    async def start(self) -> None:
+        """Start the first child; ScorerUnavailable if it does not become ready (serve then
+        does not start)."""
         self._set_client(await self._spawn())
-        task_status.started()
+
+    async def watch(self) -> None:
+        """Replace each child that exits, until the restart limit is reached."""
         while self._client is not None:
             client = self._client
             code = await client.wait()
@@ -184,10 +184,11 @@ class ScorerSupervisor:
             self.restart_count += 1
             try:
                 client = await self._spawn()
-            except ScorerUnavailable as exc:
+            except (ScorerUnavailable, OSError) as exc:  # OSError: no process could start
+                why = exc.message if isinstance(exc, ScorerUnavailable) else str(exc)
                 self._on_event(
                     "scorer_restart_failed",
-                    f"scorer restart {self.restart_count} failed: {exc.message}",
+                    f"scorer restart {self.restart_count} failed: {why}",
                     {"restart": self.restart_count, "delay_s": delay},
                 )
                 continue
@@ -255,13 +256,20 @@ async def supervise_scorer(
     env: Mapping[str, str] | None = None,
 ) -> AsyncIterator[ScorerSupervisor]:
     """Start the scorer (ScorerUnavailable if it does not become ready), watch it while the
-    block runs, stop it on exit."""
+    block runs, stop it on exit. An exception of the block comes out as itself, not wrapped
+    in the watcher's task group (the command line reports each kind its own way)."""
     supervisor = ScorerSupervisor(argv, start, policy, on_event, env)
-    async with anyio.create_task_group() as tg:
-        try:
-            await tg.start(supervisor.watch)
-            yield supervisor
-        finally:
-            with anyio.CancelScope(shield=True):
-                await supervisor.aclose()
-            tg.cancel_scope.cancel()
+    await supervisor.start()
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(supervisor.watch)
+            try:
+                yield supervisor
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await supervisor.aclose()
+                tg.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise
