@@ -150,7 +150,7 @@ def read_requests(path: Path) -> tuple[list[BatchRequest], list[BatchResult]]:
         where = f"{path}:{number}"
         try:
             obj = json.loads(text)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, a huge integer, absurd nesting
             errors.append(BatchResult(number, None, error=f"{where}: not a JSON object"))
             continue
         request_id = obj.get("id") if isinstance(obj, dict) else None

@@ -38,7 +38,7 @@ from mcp import Client
 
 from patchwarden import PatchwardenError
 from patchwarden.sandbox import Limits, SandboxConfig
-from patchwarden.scorer import ScorerConfig, parse_contract, parse_rows
+from patchwarden.scorer import ScorerConfig, parse_contract, parse_rows, read_requests
 from patchwarden.scorer._fixtures import read_manifest
 from patchwarden.scorer._process import ScorerSession, _serve_requests
 from patchwarden.scorer.layers import _freeze
@@ -241,6 +241,13 @@ TICKET = {
     "approved_by": "r",
     "approved_at": "2026-01-02T00:00:00Z",
 }
+BATCH_REQUEST = {
+    "id": "r1",
+    "repo": "orders",
+    "parent": "base",
+    "patch": "patch-fix",
+    "contract": "contract/differential-contract.yaml",
+}
 REQUESTS = [
     {"op": "score", "id": 1, "parent": "a" * 40, "patch": "b" * 40},
     {"op": "freeze", "id": "x", "patch": "b" * 40, "test_id": "t.py::a", "reason": "r"},
@@ -345,6 +352,21 @@ def test_freeze_record(
         )
 
     one_line_or_nothing("freeze record", check)
+
+
+@FUZZ
+@given(lines=st.lists(documents(BATCH_REQUEST, forms=("json",)), max_size=6))
+def test_batch_request_lines(scratch: Path, lines: list[str]) -> None:
+    """score-batch's request file: each line a request or an error result of one line."""
+    path = _file(scratch, "requests.jsonl", "\n".join(line.replace("\n", " ") for line in lines))
+
+    def read() -> None:
+        requests, errors = read_requests(path)
+        for result in errors:
+            assert result.error and "\n" not in result.error, result.error
+        assert len(requests) + len(errors) <= len(lines)
+
+    one_line_or_nothing("batch request lines", read)
 
 
 class _NoScoring(ScorerSession):
