@@ -40,7 +40,7 @@ from patchwarden.sandbox import resolve_commit
 from ._bundle import INDEX
 from ._config import ScorerConfig
 from ._contract import DEFAULT_CONTRACT_PATH
-from ._errors import InputError, PatchwardenError
+from ._errors import InputError, PatchwardenError, one_line
 from ._score import (
     ScoreRequest,
     Verdict,
@@ -184,6 +184,10 @@ def read_requests(path: Path) -> tuple[list[BatchRequest], list[BatchResult]]:
 
 
 def _first(exc: ValidationError) -> str:
+    return one_line(_first_error(exc))
+
+
+def _first_error(exc: ValidationError) -> str:
     first = exc.errors()[0]
     if first["type"] == "model_type":
         return "not a JSON object"

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from patchwarden._errors import ConfigError, GitError, InputError, PatchwardenError
+from patchwarden._errors import ConfigError, GitError, InputError, PatchwardenError, one_line
 
 
 class ContractError(PatchwardenError):
     """The contract is malformed or does not fit the repository."""
 
 
-__all__ = ["ConfigError", "ContractError", "GitError", "InputError", "PatchwardenError"]
+__all__ = [
+    "ConfigError",
+    "ContractError",
+    "GitError",
+    "InputError",
+    "PatchwardenError",
+    "one_line",
+]

@@ -28,7 +28,7 @@ from patchwarden.sandbox import SandboxConfig, default_trees_dir, repo_root, req
 
 from ._checkout import read_contract_at, state_dir
 from ._config import ScorerConfig
-from ._errors import PatchwardenError
+from ._errors import PatchwardenError, one_line
 from ._score import ScoreRequest, Verdict, score
 from .layers import propose_freeze_record, read_quarantine_at
 from .protocol import (
@@ -189,7 +189,7 @@ def _validation_summary(exc: ValidationError) -> str:
     if first["type"] == "json_invalid":
         return "malformed request: not one JSON object per line"
     where = ".".join(str(p) for p in first["loc"]) or "request"
-    return f"malformed request: {where}: {first['msg']}"
+    return one_line(f"malformed request: {where}: {first['msg']}")
 
 
 def _start(stdin: IO[bytes]) -> ScorerSession:

@@ -210,6 +210,9 @@ class Dirs:
             env["PYTHONPATH"] = os.environ["PYTHONPATH"]
         return env
 
+    def serve_argv(self, *extra: str) -> list[str]:
+        return patchwarden("serve", "--config", str(self.config), *extra)
+
     def pause_at(self, phase: str | None) -> None:
         """Make the scorer pause at ``phase`` from its next score on (None: nowhere)."""
         for mark in self.pause.iterdir():
@@ -304,18 +307,7 @@ def start_stdio(portal: BlockingPortal, dirs: Dirs) -> tuple[Served, Callable[[]
     the function that ends it."""
     params = StdioServerParameters(
         command="/bin/sh",
-        args=[
-            "-c",
-            'exec "$@" 2>>"$PW_STDERR"',
-            "serve",
-            sys.executable,
-            "-P",
-            "-m",
-            "patchwarden",
-            "serve",
-            "--config",
-            str(dirs.config),
-        ],
+        args=["-c", 'exec "$@" 2>>"$PW_STDERR"', "serve", *dirs.serve_argv()],
         env={**dirs.env(), "PW_STDERR": str(dirs.stderr)},
         cwd=str(dirs.base),
     )
@@ -339,17 +331,7 @@ def start_http(portal: BlockingPortal, dirs: Dirs) -> tuple[Served, Callable[[],
     port = int(re.findall(r"http_port: (\d+)", dirs.config.read_text())[0])
     with dirs.stderr.open("ab") as err:
         process = subprocess.Popen(
-            [
-                sys.executable,
-                "-P",
-                "-m",
-                "patchwarden",
-                "serve",
-                "--config",
-                str(dirs.config),
-                "--transport",
-                "http",
-            ],
+            dirs.serve_argv("--transport", "http"),
             env=dirs.env(),
             cwd=str(dirs.base),
             stdin=subprocess.DEVNULL,
@@ -432,6 +414,8 @@ def mount_tmpfs(path: Path, size_mb: int) -> None:
     subprocess.run(
         ["mount", "-t", "tmpfs", "-o", f"size={size_mb}m,mode=0755", "tmpfs", str(path)],
         check=True,
+        capture_output=True,
+        text=True,
     )
 
 
