@@ -19,17 +19,27 @@ A red test is never an exception: it is data (a ProcessResult, a row).
 
 from __future__ import annotations
 
+LINE_BREAKS = str.maketrans({c: repr(c)[1:-1] for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"})
+"""Every character str.splitlines() breaks at, and its escape."""
+
+
+def one_line(text: str) -> str:
+    """``text`` with its line breaks written as escapes: a key, a path or a value quoted in
+    a message can hold one (the fuzzing found ``"\\n": null`` in a JSON object)."""
+    return text.translate(LINE_BREAKS)
+
 
 class PatchwardenError(Exception):
     """Root of all errors patchwarden raises on purpose.
 
-    The message is one line and names what went wrong and where.
+    The message is one line and names what went wrong and where: whatever the parts quote,
+    their line breaks are escaped here.
     """
 
     def __init__(self, message: str, *, where: str | None = None) -> None:
-        self.message = message
-        self.where = where
-        super().__init__(f"{where}: {message}" if where else message)
+        self.message = one_line(message)
+        self.where = None if where is None else one_line(where)
+        super().__init__(f"{self.where}: {self.message}" if self.where else self.message)
 
 
 class ConfigError(PatchwardenError):

@@ -53,6 +53,7 @@ from ._pytest_runner import (
 )
 from ._runtime import python_runtime
 from ._supervise import ProcessResult
+from ._trees import default_trees_dir, new_tree_parent, trees_dir
 
 __all__ = [
     "HOOKLESS",
@@ -87,6 +88,7 @@ __all__ = [
     "check_interpreter",
     "check_sandbox",
     "collect_tests",
+    "default_trees_dir",
     "describe_validation_error",
     "detect_layout",
     "diff_changes",
@@ -100,6 +102,7 @@ __all__ = [
     "launch",
     "layout_for",
     "mounted_host_paths",
+    "new_tree_parent",
     "open_repo",
     "open_worktree",
     "parent_of",
@@ -115,4 +118,5 @@ __all__ = [
     "run_properties",
     "scratch_clone",
     "tree_path_inside",
+    "trees_dir",
 ]

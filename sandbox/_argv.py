@@ -95,10 +95,12 @@ def build_bwrap_argv(
     *,
     info_fd: int | None = None,
     seccomp_fd: int | None = None,
+    run_uid: int | None = None,
 ) -> list[str]:
     """The full bubblewrap command for spec (pure apart from looking up files on the host).
 
     seccomp_fd: a descriptor bubblewrap reads the seccomp program from (sandbox/_seccomp.py).
+    ``run_uid``: the uid the command drops to when root (default: config.sandbox_uid).
     """
     tree = existing_tree(spec.tree)
     runtime = python_runtime(config)
@@ -117,7 +119,7 @@ def build_bwrap_argv(
     argv += _tree_mount_args(spec, tree)
     argv += _hidden_path_args(config, tree)
     argv += _readonly_mount_args(spec, _taken_paths(config, runtime))
-    argv += ["--chdir", TREE_MOUNT, "--", *_uid_drop_args(config), *spec.argv]
+    argv += ["--chdir", TREE_MOUNT, "--", *_uid_drop_args(config, run_uid), *spec.argv]
     return argv
 
 
@@ -153,10 +155,10 @@ def _namespace_args(config: SandboxConfig) -> list[str]:
     return args
 
 
-def _uid_drop_args(config: SandboxConfig) -> list[str]:
+def _uid_drop_args(config: SandboxConfig, run_uid: int | None) -> list[str]:
     if not drops_privileges(config):
         return []
-    uid = config.sandbox_uid
+    uid = config.sandbox_uid if run_uid is None else run_uid
     return [
         _host_tool("setpriv"),
         f"--reuid={uid}",

@@ -25,6 +25,9 @@ from ._errors import ConfigError
 NOBODY_UID = 65534
 """The uid sandboxed processes run as when patchwarden runs as root and none is configured."""
 
+MAX_UID_RANGE = 65536
+"""More uids than any machine runs sandboxes at once; a bigger range is a typo."""
+
 _MODEL_CONFIG = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
@@ -96,6 +99,14 @@ class SandboxConfig(BaseModel):
     """Uid (and gid) the sandboxed process runs as when patchwarden runs as root. Default
     65534 (nobody). Never 0: the process limit is not enforced for root."""
 
+    uid_range: tuple[int, int] | None = None
+    """When patchwarden runs as root: the first and last uid (inclusive) of a range reserved
+    for sandboxed runs, e.g. [100000, 100063]. Each concurrent run takes a free uid of the
+    range for its whole life, so RLIMIT_NPROC is one budget per run and a fork bomb in one
+    run cannot starve another. The uids must belong to no user or process of the host. Give
+    at least as many uids as runs may happen at once (a run waits for a free one). Null: every
+    run shares the budget of run_as_uid (`patchwarden doctor` says so)."""
+
     limits: Limits = Limits()
     """Resource limits; each run may lower or raise them."""
 
@@ -126,6 +137,18 @@ class SandboxConfig(BaseModel):
                 raise ValueError(f"{path!r} must be an absolute path without '..', not '/'")
         return paths
 
+    @field_validator("uid_range")
+    @classmethod
+    def _uid_range(cls, value: tuple[int, int] | None) -> tuple[int, int] | None:
+        if value is None:
+            return None
+        first, last = value
+        if first < 1 or last < first:
+            raise ValueError(f"[{first}, {last}] must be [first, last] with 1 <= first <= last")
+        if last - first >= MAX_UID_RANGE:
+            raise ValueError(f"[{first}, {last}] holds more than {MAX_UID_RANGE} uids")
+        return value
+
     @field_validator("env_allow")
     @classmethod
     def _variable_names(cls, names: tuple[str, ...]) -> tuple[str, ...]:
@@ -138,6 +161,12 @@ class SandboxConfig(BaseModel):
     def sandbox_uid(self) -> int:
         """The uid used when dropping privileges (run_as_uid, or nobody)."""
         return NOBODY_UID if self.run_as_uid is None else self.run_as_uid
+
+    def run_uids(self) -> range:
+        """The uids a run may take: the operator's range, or the one sandbox uid."""
+        if self.uid_range is None:
+            return range(self.sandbox_uid, self.sandbox_uid + 1)
+        return range(self.uid_range[0], self.uid_range[1] + 1)
 
 
 def parse_sandbox_config(data: Any, *, where: str | None = None) -> SandboxConfig:

@@ -104,6 +104,7 @@ def _checks_for(config: SandboxConfig) -> list[Callable[[SandboxConfig], DoctorC
     if drops_privileges(config):
         checks.append(_check_uid_drop)
     checks.append(_check_python_inside)
+    checks.append(_check_process_budget)
     return checks
 
 
@@ -170,11 +171,14 @@ def _check_sandboxed_run(config: SandboxConfig) -> DoctorCheck:
 def _check_uid_drop(config: SandboxConfig) -> DoctorCheck:
     result = _probe(["cat", "/proc/self/status"], config)
     status = dict(line.split(":", 1) for line in result.stdout.splitlines() if ":" in line)
-    uid = str(config.sandbox_uid)
     uids = status.get("Uid", "").split()
+    uid = uids[0] if uids else "?"
+    wanted = config.run_uids()
     capabilities = [status.get(f"Cap{kind}", "").strip() for kind in ("Prm", "Eff", "Bnd")]
     dropped = (
         result.exit_code == 0
+        and uid.isdigit()
+        and int(uid) in wanted
         and uids == [uid] * 4
         and all(value and int(value, 16) == 0 for value in capabilities)
         and status.get("NoNewPrivs", "").strip() == "1"
@@ -184,10 +188,52 @@ def _check_uid_drop(config: SandboxConfig) -> DoctorCheck:
     return DoctorCheck(
         "uid drop",
         False,
-        f"the sandboxed process did not run as uid {uid} without privileges "
+        f"the sandboxed process did not run as uid {_uids_text(wanted)} without privileges "
         f"(Uid: {status.get('Uid', '?').strip()}; {_first_line(result)})",
         "check that setpriv works here (setpriv --reuid=65534 --regid=65534 --clear-groups true)",
     )
+
+
+def _uids_text(uids: range) -> str:
+    return str(uids[0]) if len(uids) == 1 else f"{uids[0]}-{uids[-1]}"
+
+
+def _check_process_budget(config: SandboxConfig) -> DoctorCheck:
+    """Whether each run has a process budget of its own (never fails: the shared budget is a
+    fallback that still holds every run to its limit, but one run can starve another)."""
+    if drops_privileges(config) and config.uid_range is not None:
+        uids = config.run_uids()
+        taken = _uids_with_users(uids)
+        if taken:
+            return DoctorCheck(
+                "process budget",
+                False,
+                f"sandbox.uid_range holds uids of users of this host: {', '.join(taken[:5])}",
+                "choose a range no user or service has (and no subuid range)",
+            )
+        return DoctorCheck(
+            "process budget",
+            True,
+            f"one per run: uids {_uids_text(uids)} ({len(uids)} runs at once)",
+        )
+    why = (
+        "set sandbox.uid_range (e.g. [100000, 100063]) to give each run its own"
+        if drops_privileges(config)
+        else "a uid per run needs root; run patchwarden as root with sandbox.uid_range"
+    )
+    return DoctorCheck(
+        "process budget",
+        True,
+        f"shared: every run counts against one RLIMIT_NPROC budget of "
+        f"{config.limits.processes} processes, so a fork bomb in one run can starve another",
+        why,
+    )
+
+
+def _uids_with_users(uids: range) -> list[str]:
+    import pwd
+
+    return [f"{entry.pw_uid} ({entry.pw_name})" for entry in pwd.getpwall() if entry.pw_uid in uids]
 
 
 def _check_python_inside(config: SandboxConfig) -> DoctorCheck:

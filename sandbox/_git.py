@@ -20,6 +20,7 @@ import contextlib
 import fcntl
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -175,14 +176,46 @@ def changed_paths(repo: Path, parent: str, head: str) -> set[str]:
 
 @contextlib.contextmanager
 def clone_lock(clone: Path) -> Iterator[None]:
-    """Exclusive use of ``clone`` across processes (a lock file beside it)."""
+    """Exclusive use of ``clone`` across processes (a lock file beside it).
+
+    Every git command that writes the clone runs under this lock, so a git lock file found
+    in it once we hold the lock was left by a git that was killed (kill -9, a crash, a full
+    disk): it is removed, with a warning naming it, instead of failing every later fetch.
+    """
     clone.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(f"{clone}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
+        remove_stale_git_locks(clone)
         yield
     finally:
         os.close(fd)
+
+
+GIT_LOCK_SUFFIX = ".lock"
+
+
+def remove_stale_git_locks(git_dir: Path) -> list[Path]:
+    """Delete git's ``*.lock`` files in ``git_dir`` (top level, refs/, worktrees/*/); call
+    only while no git process can be working in it. Returns what was removed."""
+    if not git_dir.is_dir():
+        return []
+    candidates = [p for p in git_dir.glob(f"*{GIT_LOCK_SUFFIX}")]
+    candidates += git_dir.glob(f"worktrees/*/*{GIT_LOCK_SUFFIX}")
+    for root, _, files in os.walk(git_dir / "refs"):
+        candidates += [Path(root, f) for f in files if f.endswith(GIT_LOCK_SUFFIX)]
+    removed = []
+    for path in candidates:
+        if path.is_file() and not path.is_symlink():
+            path.unlink()
+            removed.append(path)
+            print(
+                f"patchwarden: warning: {path}: removed a stale git lock (left by a git "
+                "process that was killed)",
+                file=sys.stderr,
+                flush=True,
+            )
+    return removed
 
 
 def _harden(repo: git.Repo) -> None:
@@ -192,7 +225,8 @@ def _harden(repo: git.Repo) -> None:
 
 
 def _fetch_all(repo: git.Repo, source: Path | str) -> None:
-    with git_errors(source):
+    # Named after the clone: it is what a full or read-only disk stops git writing.
+    with git_errors(str(repo.git_dir)):
         repo.git.fetch("--quiet", "--force", str(source), "+refs/*:refs/remotes/source/*")
 
 
@@ -218,10 +252,12 @@ def scratch_clone(source: Path, dest: Path, *, refresh: bool = True) -> git.Repo
                 return repo
         elif dest.exists():
             shutil.rmtree(dest)
+        for leftover in dest.parent.glob(f".{dest.name}.*"):  # a clone killed half-way
+            shutil.rmtree(leftover, ignore_errors=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
         try:
             # A bare clone checks nothing out, so no hook can run before _harden.
-            with git_errors(source):
+            with git_errors(dest):
                 repo = git.Repo.clone_from(
                     str(source), str(staging / "clone"), bare=True, no_hardlinks=True
                 )

@@ -32,6 +32,7 @@ from ._argv import (
     SYSTEM_PATH,
     TREE_MOUNT,
     LaunchSpec,
+    _uid_drop_args,
     build_bwrap_argv,
     drops_privileges,
     existing_tree,
@@ -43,6 +44,7 @@ from ._errors import SandboxError
 from ._runtime import SYSTEM_DIRS, python_runtime
 from ._seccomp import seccomp_program
 from ._supervise import Command, OutputCallback, ProcessResult, Supervisor, start_process
+from ._uids import lease_uid
 
 
 def launch(
@@ -104,11 +106,16 @@ def prepare_writable_tree(tree: Path, config: SandboxConfig) -> None:
     """Give the sandbox uid ownership of an agent tree, so the agent's runs can write it.
 
     A no-op unless patchwarden runs as root with backend bubblewrap. The tree's `.git` is left
-    alone: it is never mounted, and git refuses repositories owned by another uid.
+    alone: it is never mounted, and git refuses repositories owned by another uid. With
+    ``sandbox.uid_range`` each run then hands the tree on to the uid it leased.
     """
     if not drops_privileges(config):
         return
-    uid = config.sandbox_uid
+    _hand_tree_to(tree, config.sandbox_uid)
+
+
+def _hand_tree_to(tree: Path, uid: int) -> None:
+    """Make ``uid`` the owner of everything in ``tree`` but its ``.git`` (links not followed)."""
     os.chown(tree, uid, uid)
     for root, dirs, files in os.walk(tree):
         if Path(root) == tree and ".git" in dirs:
@@ -132,19 +139,32 @@ def _run_bubblewrap(
     tree = existing_tree(spec.tree)
     _check_tree_access(spec, tree, config)
     with contextlib.ExitStack() as stack:
-        created = _create_contract_mount_points(spec, tree, config)
+        run_uid: int | None = None
+        if drops_privileges(config):
+            run_uid = stack.enter_context(lease_uid(config))
+            if spec.tree_writable and config.uid_range is not None:
+                _hand_tree_to(tree, run_uid)  # files of an earlier run belong to its uid
+        created = _create_contract_mount_points(spec, tree, config, run_uid)
         stack.callback(_remove_empty_dirs, created)
         info_read, info_write = os.pipe()
         stack.callback(_close_quietly, info_read)
         seccomp_read = _seccomp_pipe()
         try:
-            argv = build_bwrap_argv(spec, config, info_fd=info_write, seccomp_fd=seccomp_read)
+            argv = build_bwrap_argv(
+                spec, config, info_fd=info_write, seccomp_fd=seccomp_read, run_uid=run_uid
+            )
+            # bubblewrap takes its options from a descriptor; the command stays on the
+            # command line (bubblewrap wants it there), and shows itself anyway.
+            separator = len(argv) - len(spec.argv) - len(_uid_drop_args(config, run_uid)) - 1
+            assert argv[separator] == "--"
+            args_fd = _args_descriptor(argv[1:separator])
+            stack.callback(os.close, args_fd)
             command = Command(
-                argv=argv,
+                argv=[argv[0], "--args", str(args_fd), *argv[separator:]],
                 shown_argv=tuple(spec.argv),
                 cwd=None,
                 env={"PATH": SYSTEM_PATH},
-                pass_fds=(*spec.pass_fds, info_write, seccomp_read),
+                pass_fds=(*spec.pass_fds, info_write, seccomp_read, args_fd),
                 info_fd=info_read,
             )
             process = start_process(command, limits, spec.stdin)
@@ -154,6 +174,26 @@ def _run_bubblewrap(
         return Supervisor(process, command, limits, spec.stdin, cancel, on_output).run(
             config.backend
         )
+
+
+def _args_descriptor(args: list[str]) -> int:
+    """bubblewrap's options in a memory file for ``--args FD`` (NUL-terminated each).
+
+    On the command line they would be readable by every process in the sandbox as
+    /proc/1/cmdline: host paths of the tree and the mounts, the environment. bubblewrap reads
+    the descriptor before it sets up the sandbox and closes it, so nothing inside can.
+    """
+    data = b"".join(os.fsencode(arg) + b"\0" for arg in args)
+    fd = os.memfd_create("patchwarden-bwrap-args", os.MFD_CLOEXEC)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _run_unisolated(
@@ -204,7 +244,7 @@ def _check_tree_access(spec: LaunchSpec, tree: Path, config: SandboxConfig) -> N
         return
     uid = config.sandbox_uid
     st = os.stat(tree)
-    if spec.tree_writable and st.st_uid != uid:
+    if spec.tree_writable and st.st_uid != uid and st.st_uid not in config.run_uids():
         raise SandboxError(
             f"the tree belongs to uid {st.st_uid}, not the sandbox uid {uid}; "
             "call prepare_writable_tree() first",
@@ -218,7 +258,7 @@ def _check_tree_access(spec: LaunchSpec, tree: Path, config: SandboxConfig) -> N
 
 
 def _create_contract_mount_points(
-    spec: LaunchSpec, tree: Path, config: SandboxConfig
+    spec: LaunchSpec, tree: Path, config: SandboxConfig, run_uid: int | None
 ) -> list[Path]:
     """Create the directories bubblewrap mounts an empty read-only directory on, for contract
     paths missing from a writable tree; returns them, parents first, for removal after."""
@@ -234,8 +274,8 @@ def _create_contract_mount_points(
             if not os.path.lexists(path):
                 os.mkdir(path)
                 created.append(path)
-                if drops_privileges(config):
-                    os.chown(path, config.sandbox_uid, config.sandbox_uid)
+                if run_uid is not None:
+                    os.chown(path, run_uid, run_uid)
     return created
 
 

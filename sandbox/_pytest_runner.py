@@ -218,7 +218,7 @@ def _plain_objects(raw: bytes) -> tuple[list[dict[str, Any]], list[str]]:
     for number, line in enumerate(raw.decode("utf-8", "replace").splitlines(), start=1):
         try:
             obj = json.loads(line)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # what product code can write: anything
             problems.append(f"channel line {number} is not JSON")
             continue
         if isinstance(obj, dict):

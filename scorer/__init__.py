@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._batch import BatchRequest, BatchResult, in_flight, read_requests, score_batch
+from ._bundle import append_line
 from ._checkout import envs_dir, read_contract_at, read_only_paths_at, working_tree
 from ._config import ScorerConfig
 from ._contract import (
@@ -141,6 +142,7 @@ __all__ = [
     "Ticket",
     "Verdict",
     "VerdictBundle",
+    "append_line",
     "approve_ticket",
     "base_is_broken",
     "boundary_changes",

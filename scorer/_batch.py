@@ -40,7 +40,7 @@ from patchwarden.sandbox import resolve_commit
 from ._bundle import INDEX
 from ._config import ScorerConfig
 from ._contract import DEFAULT_CONTRACT_PATH
-from ._errors import InputError, PatchwardenError
+from ._errors import InputError, PatchwardenError, one_line
 from ._score import (
     ScoreRequest,
     Verdict,
@@ -148,7 +148,7 @@ def read_requests(path: Path) -> tuple[list[BatchRequest], list[BatchResult]]:
         where = f"{path}:{number}"
         try:
             obj = json.loads(text)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, a huge integer, absurd nesting
             errors.append(BatchResult(number, None, error=f"{where}: not a JSON object"))
             continue
         request_id = obj.get("id") if isinstance(obj, dict) else None
@@ -180,6 +180,10 @@ def read_requests(path: Path) -> tuple[list[BatchRequest], list[BatchResult]]:
 
 
 def _first(exc: ValidationError) -> str:
+    return one_line(_first_error(exc))
+
+
+def _first_error(exc: ValidationError) -> str:
     first = exc.errors()[0]
     if first["type"] == "model_type":
         return "not a JSON object"

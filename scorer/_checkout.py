@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from patchwarden.sandbox import (
     SandboxConfig,
     fetch_commits,
     file_at,
+    new_tree_parent,
     open_worktree,
     prepare_writable_tree,
     repo_root,
@@ -36,6 +36,7 @@ from patchwarden.sandbox import (
 from ._config import ScorerConfig
 from ._contract import Contract, load_contract, parse_contract
 from ._errors import ContractError
+from ._faults import pause_point
 from ._fixtures import parse_manifest
 from ._hashing import hash_json
 
@@ -68,13 +69,15 @@ def scorer_clone(repo: Path, shas: Sequence[str], config: ScorerConfig) -> git.R
     # scoring many patches of one repository would pay it every time.
     clone = scratch_clone(source, state_dir(config) / "clones" / repo_key(source), refresh=False)
     fetch_commits(clone, source, list(shas))
+    pause_point("clone")
     return clone
 
 
 @contextlib.contextmanager
 def clean_checkout(clone: git.Repo, sha: str, config: ScorerConfig) -> Iterator[Path]:
-    """A fresh worktree of ``sha`` in the state directory, removed on exit."""
-    work = Path(tempfile.mkdtemp(prefix="checkout-", dir=state_dir(config)))
+    """A fresh worktree of ``sha`` under a random name in the trees directory (its host path
+    is visible to the runs; see sandbox/_trees.py), removed on exit."""
+    work = new_tree_parent(config.trees_dir)
     try:
         with open_worktree(clone, sha, work / "tree") as tree:
             yield tree

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
 
 from patchwarden.sandbox import Limits
 
@@ -54,6 +54,24 @@ class ScorerConfig(BaseModel):
     extra_seeds: int = Field(default=0, ge=0, le=MAX_EXTRA_SEEDS)
     """Seeds drawn fresh for every submission and run on both trees besides the schedule;
     recorded in the evidence, never shown to the agent."""
+    trees_dir: str | None = None
+    """Where the scorer checks out the trees its sandboxed runs see. A run can read its
+    tree's host path (in /proc/self/mountinfo), so the default is a neutral private directory,
+    `patchwarden-trees-<uid>` in the system's temporary directory, not the state directory."""
+
+    request_timeout_s: PositiveFloat | None = None
+    """`serve` only: how long the server waits for the scorer's answer to one request before
+    it stops the scorer as hung and starts a new one. Null: derived from run_limits, jobs
+    and the contract's seeds, so that no run staying within its limits can reach it (a
+    patch that hangs its runs gets a verdict, not a free retry)."""
+    max_restarts: int = Field(default=5, ge=0)
+    """`serve` only: restarts of a crashed, killed or hung scorer allowed within
+    restart_window_s; past them the scorer stays down and submissions are refused."""
+    restart_window_s: PositiveFloat = 600
+    """`serve` only: the window max_restarts counts in, in seconds."""
+    restart_backoff_s: PositiveFloat = 1.0
+    """`serve` only: the wait before the first restart; it doubles with each restart in the
+    window, up to a minute."""
 
     def worker_count(self) -> int:
         return self.jobs or (os.cpu_count() or 1)

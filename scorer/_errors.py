@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from patchwarden._errors import ConfigError, GitError, InputError, PatchwardenError
+from patchwarden._errors import ConfigError, GitError, InputError, PatchwardenError, one_line
 
 
 class ContractError(PatchwardenError):
@@ -21,4 +21,5 @@ __all__ = [
     "HeldOutError",
     "InputError",
     "PatchwardenError",
+    "one_line",
 ]

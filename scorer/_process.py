@@ -14,6 +14,7 @@ checks the modules it loaded).
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import sys
@@ -23,11 +24,11 @@ from typing import IO
 
 from pydantic import BaseModel, ValidationError
 
-from patchwarden.sandbox import SandboxConfig, repo_root, require_sandbox
+from patchwarden.sandbox import SandboxConfig, default_trees_dir, repo_root, require_sandbox
 
 from ._checkout import read_contract_at, state_dir
 from ._config import ScorerConfig
-from ._errors import HeldOutError, PatchwardenError
+from ._errors import HeldOutError, PatchwardenError, one_line
 from ._groups import HIDDEN_REASON
 from ._score import ScoreRequest, Verdict, score
 from .layers import propose_freeze_record, read_quarantine_at
@@ -44,6 +45,7 @@ from .protocol import (
     ProposeFreeze,
     Ready,
     Request,
+    RequestId,
     Scored,
     ScorePatch,
     SideCount,
@@ -83,15 +85,28 @@ def verdict_summary(verdict: Verdict) -> VerdictSummary:
     )
 
 
+def hide_host_paths(text: str, config: ScorerConfig, repo: Path | None = None) -> str:
+    """``text`` without the reviewers' and the scorer's host paths (and the repository's),
+    for what the agent sees; the operator gets the full line on the scorer's stderr."""
+    directories = [(config.log_dir, "<log dir>"), (config.state_dir, "<scorer state>")]
+    trees = config.trees_dir or str(default_trees_dir())
+    directories.append((trees, "<trees>"))
+    if repo is not None:
+        directories.append((str(repo), "<repo>"))
+    for directory, name in directories:
+        text = text.replace(str(Path(directory).resolve()), name).replace(directory, name)
+    return text
+
+
 def freeze_summary(status: str, reason: str, config: ScorerConfig) -> FreezeSummary:
     """What the agent sees of a freeze proposal: the status and a one-line reason without the
     reviewers' or the scorer's host paths."""
     if status == "proposed_for_review":
         return FreezeSummary(status="proposed_for_review", reason=FREEZE_PROPOSED)
     line = reason.splitlines()[0] if reason else "rejected"
-    for directory, name in ((config.log_dir, "<log dir>"), (config.state_dir, "<scorer state>")):
-        line = line.replace(str(Path(directory).resolve()), name).replace(directory, name)
-    return FreezeSummary(status="rejected", reason=line[:MAX_FREEZE_REASON_CHARS])
+    return FreezeSummary(
+        status="rejected", reason=hide_host_paths(line, config)[:MAX_FREEZE_REASON_CHARS]
+    )
 
 
 class ScorerSession:
@@ -114,7 +129,15 @@ class ScorerSession:
             assert isinstance(request, Ping)
             return Pong(id=request.id)
         except PatchwardenError as exc:
-            return Failure(id=request.id, error=str(exc))
+            return self.failure(request.id, str(exc))
+        except OSError as exc:  # a full or read-only disk: the environment's failure
+            where = f"{exc.filename}: " if exc.filename else ""
+            return self.failure(request.id, f"{where}{exc.strerror or exc}")
+
+    def failure(self, request_id: RequestId, message: str) -> Failure:
+        """The full line to the operator (our stderr), the agent's without host paths."""
+        print(f"patchwarden: scorer: request {request_id}: {message}", file=sys.stderr, flush=True)
+        return Failure(id=request_id, error=hide_host_paths(message, self.config, self.repo))
 
     def score(self, request: ScorePatch) -> VerdictSummary:
         contract, _ = read_contract_at(self.repo, request.parent, self.contract)
@@ -165,6 +188,19 @@ def _write(out: IO[bytes], message: BaseModel) -> None:
     out.flush()
 
 
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+
+
+def _die_with_the_server() -> None:
+    """SIGKILL us when the server dies, so a killed server leaves no scorer (nor, through
+    theirs, sandboxed runs) working for nobody. A server that died before the call is
+    caught by the parent check after it."""
+    parent = os.getppid()
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(0)
+
+
 def _read_line(stdin: IO[bytes]) -> bytes | None:
     """One line, or None at EOF; a line over the limit is read to its end and refused."""
     line = stdin.readline(MAX_LINE_BYTES + 1)
@@ -180,7 +216,7 @@ def _validation_summary(exc: ValidationError) -> str:
     if first["type"] == "json_invalid":
         return "malformed request: not one JSON object per line"
     where = ".".join(str(p) for p in first["loc"]) or "request"
-    return f"malformed request: {where}: {first['msg']}"
+    return one_line(f"malformed request: {where}: {first['msg']}")
 
 
 def _start(stdin: IO[bytes]) -> ScorerSession:
@@ -206,6 +242,8 @@ def serve_scorer(stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None
     # A terminal's Ctrl-C reaches the whole process group; the server decides when we stop
     # (it closes our stdin), so an interrupt here would only cut a verdict short.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if stdin is None:
+        _die_with_the_server()
     if stdout is None:
         stdout = os.fdopen(os.dup(1), "wb")
         os.dup2(2, 1)
@@ -220,7 +258,15 @@ def serve_scorer(stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None
     except OSError as exc:
         _write(stdout, Failure(error=f"{exc.filename or 'scorer'}: {exc.strerror or exc}"))
         return 2
-    _write(stdout, Ready())
+    try:
+        _write(stdout, Ready())
+        _serve_requests(session, stdin, stdout)
+    except BrokenPipeError:  # the server is gone; there is nobody to answer
+        return 0
+    return 0
+
+
+def _serve_requests(session: ScorerSession, stdin: IO[bytes], stdout: IO[bytes]) -> None:
     while (line := _read_line(stdin)) is not None:
         if line == b"\0too long":
             _write(stdout, Failure(error=f"request longer than {MAX_LINE_BYTES} bytes"))
@@ -236,4 +282,3 @@ def serve_scorer(stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None
             traceback.print_exc(file=sys.stderr)
             answer = Failure(id=request.id, error=f"internal scorer error ({type(exc).__name__})")
         _write(stdout, answer)
-    return 0

@@ -52,6 +52,7 @@ from ._contract import (
     manifest_fixtures,
 )
 from ._errors import ContractError, InputError
+from ._faults import pause_point
 from ._fixtures import guard_fixtures, read_manifest
 from ._groups import (
     RunGroup,
@@ -830,6 +831,7 @@ def finish_score(
         bundle.write_json("restored.json", plan.restored)
         bundle.write_json("layout.json", _layout_evidence(plan.layout))
         _run_evidence(bundle, outcomes)
+        pause_point("bundle")
         bundle.publish(verdict.index_entry())
     except BaseException:
         bundle.discard()

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import fcntl
 import json
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from patchwarden._documents import parse_document
 
 from ._bundle import INDEX, VERDICTS_DIR
 from ._errors import InputError
@@ -20,25 +24,44 @@ from .layers import Ticket, read_ticket, ticket_path
 NOTE_FILE = "review-note.txt"
 
 
-def read_index(log_dir: Path) -> list[dict[str, Any]]:
-    """Every line of ``verdicts.jsonl``, oldest first; none when there is no index."""
+def _warn_on_stderr(message: str) -> None:
+    print(f"patchwarden: warning: {message}", file=sys.stderr, flush=True)
+
+
+def read_index(
+    log_dir: Path, warn: Callable[[str], None] = _warn_on_stderr
+) -> list[dict[str, Any]]:
+    """Every line of ``verdicts.jsonl``, oldest first; none when there is no index.
+
+    A last line without its newline that does not parse is a write that was cut short
+    (a crash mid-append): it is skipped, and ``warn`` gets one line naming file:line. Its
+    verdict was never delivered (scorer/_bundle.py publishes only after the append). Any
+    other malformed line is an input error.
+    """
     path = log_dir / INDEX
     try:
         with path.open("rb") as handle:
             # Writers append whole lines under an exclusive lock (scorer/_bundle.py).
             fcntl.flock(handle, fcntl.LOCK_SH)
-            text = handle.read().decode("utf-8")
+            text = handle.read().decode("utf-8", errors="surrogateescape")
     except FileNotFoundError:
         return []
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read the verdict index: {exc}", where=str(path)) from None
+    except OSError as exc:
+        raise InputError(
+            f"cannot read the verdict index: {exc.strerror or exc}", where=str(path)
+        ) from None
     entries = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    lines = text.split("\n")
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
+        torn = number == len(lines)  # the text after the last newline
         try:
             entry = json.loads(line)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # JSONDecodeError, huge integers, deep nesting
+            if torn:
+                warn(f"{path}:{number}: skipped a torn last line (an interrupted write)")
+                continue
             raise InputError("not a JSON object", where=f"{path}:{number}") from None
         if not isinstance(entry, dict) or not isinstance(entry.get("verdict_id"), str):
             raise InputError("index line without a verdict_id", where=f"{path}:{number}")
@@ -62,13 +85,12 @@ class VerdictBundle:
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError("missing from the bundle", where=str(path)) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg}", where=f"{path}:{exc.lineno}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read: {exc}", where=str(path)) from None
+    return parse_document(text, str(path), json_only=True)
 
 
 def resolve_verdict_id(log_dir: Path, wanted: str) -> str:

@@ -16,7 +16,7 @@ import os
 import secrets
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -49,7 +49,8 @@ from patchwarden.scorer.protocol import Start
 
 from ._audit import AuditLog, AuditMiddleware
 from ._paths import PathPolicy
-from ._scorer_client import ScorerClient, scorer_argv, start_scorer
+from ._scorer_client import scorer_argv
+from ._supervisor import RestartPolicy, ScorerSupervisor, supervise_scorer
 from ._tools import Session, register_tools
 from ._workspace import Workspace, open_workspace, private_dir, repo_toplevel
 from .config import AgentConfig, OperatorConfig, load_config
@@ -315,26 +316,35 @@ def run_serve(options: ServeOptions) -> None:
 
 async def _serve(setup: Setup, workspace: Workspace, transport: Transport) -> None:
     argv, start = scorer_argv(), scorer_start(setup)
+    audit = AuditLog(setup.log_dir, workspace.session_id)
+    policy = RestartPolicy.of(setup.config.scorer, setup.config.sandbox, len(setup.contract.seeds))
+
+    def on_event(event: str, message: str, fields: Mapping[str, Any]) -> None:
+        print(f"patchwarden: {message}", file=sys.stderr, flush=True)
+        audit.event(event, message, fields)
+
     if transport == "http":  # uvicorn handles SIGINT and SIGTERM itself
-        async with start_scorer(argv, start) as scorer:
-            app = _start_app(setup, workspace, scorer, transport)
+        async with supervise_scorer(argv, start, policy, on_event) as scorer:
+            app = _start_app(setup, workspace, scorer, audit, transport)
             await _serve_http(app, setup.config.agent.http_token, setup.config.agent.http_port)
         return
-    started: list[ScorerClient] = []
+    started: list[ScorerSupervisor] = []
     async with anyio.create_task_group() as tg:
         await tg.start(_stop_on_signal, started, workspace)
-        async with start_scorer(argv, start) as scorer:
+        async with supervise_scorer(argv, start, policy, on_event) as scorer:
             started.append(scorer)
-            await _start_app(setup, workspace, scorer, transport).run_stdio_async()
+            await _start_app(setup, workspace, scorer, audit, transport).run_stdio_async()
         tg.cancel_scope.cancel()
 
 
 def _start_app(
-    setup: Setup, workspace: Workspace, scorer: ScorerClient, transport: Transport
+    setup: Setup,
+    workspace: Workspace,
+    scorer: ScorerSupervisor,
+    audit: AuditLog,
+    transport: Transport,
 ) -> MCPServer[Any]:
-    app = build_app(
-        _session(setup, workspace, scorer), AuditLog(setup.log_dir, workspace.session_id)
-    )
+    app = build_app(_session(setup, workspace, scorer), audit)
     print(
         f"patchwarden: serving {setup.repo} at base {setup.base[:12]} over {transport}; "
         f"worktree {workspace.tree}; logs in {setup.log_dir}",
@@ -345,7 +355,7 @@ def _start_app(
 
 
 async def _stop_on_signal(
-    scorers: list[ScorerClient],
+    scorers: list[ScorerSupervisor],
     workspace: Workspace,
     *,
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
@@ -371,7 +381,7 @@ async def _stop_on_signal(
             os._exit(0)
 
 
-def _session(setup: Setup, workspace: Workspace, scorer: ScorerClient) -> Session:
+def _session(setup: Setup, workspace: Workspace, scorer: ScorerSupervisor) -> Session:
     policy = PathPolicy(
         workspace.tree,
         read_only=setup.read_only,
@@ -387,6 +397,7 @@ def _session(setup: Setup, workspace: Workspace, scorer: ScorerClient) -> Sessio
         sandbox=setup.agent_sandbox,
         scorer=scorer,
         max_submissions=setup.config.agent.max_submissions,
+        uncounted_faults=setup.config.agent.uncounted_faults,
     )
 
 

@@ -8,10 +8,10 @@ not copied into the log: ``content``, ``patch``, ``old_text`` and
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
+import sys
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,8 @@ import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
+
+from patchwarden.scorer import append_line
 
 AUDIT_FILE = "audit.jsonl"
 ELIDED_ARGUMENTS = frozenset({"content", "patch", "old_text", "new_text"})
@@ -72,13 +74,33 @@ class AuditLog:
             "message": message[:MAX_MESSAGE_CHARS],
             "duration_s": round(duration_s, 6),
         }
+        self._append(entry)
+
+    def event(self, event: str, message: str, fields: Mapping[str, Any]) -> None:
+        """A line about the session rather than a tool call (e.g. a scorer restart)."""
+        entry = {
+            "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "session": self.session_id,
+            "event": event,
+            "message": message[:MAX_MESSAGE_CHARS],
+            **fields,
+        }
+        self._append(entry)
+
+    def _append(self, entry: dict[str, Any]) -> None:
+        """One whole line, or none: a failed write is cut back off and reported on stderr
+        (naming the file), and the session goes on; the audit log must not take the
+        service down with it when the log directory is full or read-only."""
         line = (json.dumps(entry, sort_keys=True) + "\n").encode()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o640)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            os.write(fd, line)
-        finally:
-            os.close(fd)
+            append_line(self.path, line, fsync=False)
+        except OSError as exc:
+            print(
+                f"patchwarden: cannot write the audit log: {exc.filename or self.path}: "
+                f"{exc.strerror or exc}",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def _tool_error_text(result: HandlerResult) -> str | None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
+import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -59,10 +61,32 @@ class ScorerClient:
         self._stdout = BufferedByteReceiveStream(process.stdout)
         self._lock = anyio.Lock()
         self._ids = itertools.count(1)
+        # Signals go through a pidfd: Popen.kill() polls first, which reaps the child
+        # under asyncio's watcher (it then reports exit code 255); a pidfd also cannot hit
+        # a process that reused the pid.
+        self._pidfd = os.pidfd_open(process.pid)
 
     @property
     def pid(self) -> int:
         return self._process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._process.returncode
+
+    async def wait(self) -> int:
+        """Until the scorer process exits; its exit status (-N: killed by signal N)."""
+        return await self._process.wait()
+
+    def kill(self) -> None:
+        """SIGKILL the scorer (its sandboxed runs die with it: they hold a parent-death
+        signal and bubblewrap's --die-with-parent)."""
+        self._signal(signal.SIGKILL)
+
+    def _signal(self, signum: int) -> None:
+        if self._pidfd >= 0:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(self._pidfd, signum)
 
     async def _read(self) -> Answer:
         try:
@@ -101,19 +125,26 @@ class ScorerClient:
         if not isinstance(first, Ready):
             raise ScorerUnavailable("the scorer did not start: it answered out of protocol")
 
-    async def request(self, make: Any, **fields: Any) -> Answer:
+    async def request(self, make: Any, *, timeout_s: float | None = None, **fields: Any) -> Answer:
         """Send ``make(id=..., **fields)`` (a protocol request model) and return its answer.
-        A Failure is returned for the caller to report; a broken channel raises ScorerGone."""
+
+        A Failure is returned for the caller to report; a broken channel raises ScorerGone;
+        no answer within ``timeout_s`` (counted once this request has the channel) raises
+        TimeoutError, and the channel is then in an unknown state.
+        """
         async with self._lock:
-            request_id = next(self._ids)
-            request: ScorePatch | ProposeFreeze | Ping = make(id=request_id, **fields)
-            await self._send(encode(request))
-            while True:
-                answer = await self._read()
-                answer_id = getattr(answer, "id", None)
-                if answer_id == request_id or (isinstance(answer, Failure) and answer_id is None):
-                    return answer
-                # An answer to an earlier request whose caller was cancelled.
+            with anyio.fail_after(timeout_s):
+                request_id = next(self._ids)
+                request: ScorePatch | ProposeFreeze | Ping = make(id=request_id, **fields)
+                await self._send(encode(request))
+                while True:
+                    answer = await self._read()
+                    answer_id = getattr(answer, "id", None)
+                    if answer_id == request_id or (
+                        isinstance(answer, Failure) and answer_id is None
+                    ):
+                        return answer
+                    # An answer to an earlier request whose caller was cancelled.
 
     async def aclose(self) -> None:
         with anyio.CancelScope(shield=True):
@@ -122,12 +153,15 @@ class ScorerClient:
             with anyio.move_on_after(STOP_GRACE_S):
                 await self._process.wait()
             if self._process.returncode is None:
-                self._process.terminate()
+                self._signal(signal.SIGTERM)
                 with anyio.move_on_after(STOP_GRACE_S):
                     await self._process.wait()
             if self._process.returncode is None:
-                self._process.kill()
+                self._signal(signal.SIGKILL)
                 await self._process.wait()
+            if self._pidfd >= 0:
+                os.close(self._pidfd)
+                self._pidfd = -1
 
 
 @contextlib.asynccontextmanager

@@ -18,7 +18,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, Protocol, TypeVar
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -36,6 +36,7 @@ from patchwarden.sandbox import (
 )
 from patchwarden.scorer import Contract
 from patchwarden.scorer.protocol import (
+    Answer,
     Failure,
     FreezeHandled,
     FreezeSummary,
@@ -45,9 +46,8 @@ from patchwarden.scorer.protocol import (
     VerdictSummary,
 )
 
-from ._errors import ToolInputError
+from ._errors import ScorerUnavailable, ToolInputError
 from ._paths import PathPolicy, split_path
-from ._scorer_client import ScorerClient
 from ._workspace import Workspace
 
 T = TypeVar("T")
@@ -69,6 +69,14 @@ PERCENT = re.compile(r"\[\s*(\d{1,3})%\]\s*$")
 # -- session ------------------------------------------------------------------
 
 
+class Scorer(Protocol):
+    """The scorer as the tools see it (server/_supervisor.py; a fake in the fuzz tests)."""
+
+    async def request(self, make: Any, **fields: Any) -> Answer:
+        """The answer to one request; ScorerUnavailable when none can be had."""
+        ...
+
+
 @dataclass
 class Session:
     """Everything the tools of one agent session share."""
@@ -80,14 +88,40 @@ class Session:
     quarantined: list[str]
     sandbox: SandboxConfig
     """Sandbox configuration of the agent's runs (secret directories hidden)."""
-    scorer: ScorerClient
+    scorer: Scorer
     max_submissions: int
+    uncounted_faults: int = 3
+    """Submissions without a verdict (the scorer failed) that do not count."""
+    judged: int = 0
+    """Submissions that got a verdict, or whose caller cancelled while it was judged."""
+    unjudged: int = 0
+    """Submissions that got no verdict because the scorer failed or answered an error."""
     run_lock: anyio.Lock = field(default_factory=anyio.Lock)
     submit_lock: anyio.Lock = field(default_factory=anyio.Lock)
 
     @property
+    def charged(self) -> int:
+        """Submissions counted against max_submissions: every judged one, and those without a
+        verdict past the first ``uncounted_faults`` (so crashing the scorer on purpose, say
+        with a patch that exhausts the host's memory, cannot buy unlimited tries)."""
+        return self.judged + max(0, self.unjudged - self.uncounted_faults)
+
+    @property
     def submissions_left(self) -> int:
-        return max(0, self.max_submissions - len(self.workspace.submissions))
+        return max(0, self.max_submissions - self.charged)
+
+    def no_verdict(self, why: str) -> ToolError:
+        """Record a submission the scorer did not judge; the tool error that says so."""
+        self.unjudged += 1
+        counted = self.unjudged > self.uncounted_faults
+        how = (
+            "it counts against the limit: too many submissions got no verdict this session"
+            if counted
+            else "it was not counted"
+        )
+        return ToolError(
+            f"no verdict: {why}. Submit again; {how} ({self.submissions_left} submissions left)"
+        )
 
 
 # -- results ------------------------------------------------------------------
@@ -596,12 +630,18 @@ def register_tools(mcp: MCPServer[Any], session: Session) -> None:
             if session.submissions_left <= 0:
                 raise ToolError(f"submission limit reached ({session.max_submissions} per session)")
             sha = await _in_thread(ws.commit, message)
-            with _refusals():
+            try:
                 answer = await session.scorer.request(ScorePatch, parent=ws.base, patch=sha)
-        if isinstance(answer, Failure):
-            raise ToolError(f"the scorer could not judge the patch: {answer.error}")
-        if not isinstance(answer, Scored):
-            raise ToolError("the scorer answered out of protocol; no verdict")
+            except anyio.get_cancelled_exc_class():
+                session.judged += 1  # the scorer may well judge it: a cancel buys nothing
+                raise
+            except ScorerUnavailable as exc:
+                raise session.no_verdict(exc.message) from None
+            if isinstance(answer, Failure):
+                raise session.no_verdict(f"the scorer could not judge the patch: {answer.error}")
+            if not isinstance(answer, Scored):
+                raise session.no_verdict("the scorer answered out of protocol")
+            session.judged += 1
         return answer.summary
 
     @mcp.tool(

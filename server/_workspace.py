@@ -26,7 +26,7 @@ from typing import Literal
 
 import git
 
-from patchwarden.sandbox import HOOKLESS, ConfigError, git_message
+from patchwarden.sandbox import HOOKLESS, ConfigError, git_message, new_tree_parent
 
 from ._errors import ToolInputError
 from ._paths import GIT_DIR_NAME, PathPolicy
@@ -349,52 +349,57 @@ def open_workspace(
     clean_git_environment()
     repo = repo_toplevel(repo.resolve())
     session_id = session_id or secrets.token_hex(6)
-    session_dir = private_dir(private_dir(state_dir) / "sessions") / session_id
-    private = private_dir(session_dir / "git")
-    tree = (worktree_dir or session_dir / "worktree").resolve()
-    if _inside(tree, repo):
-        raise ConfigError("the agent worktree must be outside the repository", where=str(tree))
-    if tree.exists() and any(tree.iterdir()):
-        raise ConfigError("the agent worktree directory exists and is not empty", where=str(tree))
-    for other in must_stay_outside:
-        if _inside(other, tree):
+    with contextlib.ExitStack() as undo:
+        session_dir = private_dir(private_dir(state_dir) / "sessions") / session_id
+        undo.callback(shutil.rmtree, session_dir, ignore_errors=True)
+        private = private_dir(session_dir / "git")
+        if worktree_dir is None:
+            # The worktree's host path is visible to the agent's runs (/proc/self/mountinfo):
+            # by default it carries neither the state directory nor the session id.
+            tree_parent = new_tree_parent()
+            undo.callback(shutil.rmtree, tree_parent, ignore_errors=True)
+            tree = tree_parent / "worktree"
+        else:
+            tree = worktree_dir.resolve()
+        if _inside(tree, repo):
+            raise ConfigError("the agent worktree must be outside the repository", where=str(tree))
+        if tree.exists() and any(tree.iterdir()):
             raise ConfigError(
-                "this directory must not be inside the agent worktree", where=str(other)
+                "the agent worktree directory exists and is not empty", where=str(tree)
             )
-    (private / "exclude").write_text("\n".join(EXCLUDED) + "\n", encoding="utf-8")
-    runner = git.Git(str(repo))
-    try:
-        runner.execute(
-            [
-                "git",
-                *HOOKLESS,
-                "worktree",
-                "add",
-                "--detach",
-                "--lock",
-                "--reason",
-                f"patchwarden session {session_id}",
-                str(tree),
-                base,
-            ]
-        )
-    except git.GitCommandError as exc:
-        raise ConfigError(
-            f"cannot create the agent worktree: {git_message(exc)}", where=str(tree)
-        ) from None
-    try:
-        git_dir = _worktree_git_dir(tree)
-    except BaseException:
-        _remove_worktree(runner, tree, None)
-        raise
-    removed = False
-
-    def remove() -> None:
-        nonlocal removed
-        if not removed:
-            removed = True
-            _remove_worktree(runner, tree, git_dir)
-            shutil.rmtree(session_dir, ignore_errors=True)
+        for other in must_stay_outside:
+            if _inside(other, tree):
+                raise ConfigError(
+                    "this directory must not be inside the agent worktree", where=str(other)
+                )
+        (private / "exclude").write_text("\n".join(EXCLUDED) + "\n", encoding="utf-8")
+        runner = git.Git(str(repo))
+        try:
+            runner.execute(
+                [
+                    "git",
+                    *HOOKLESS,
+                    "worktree",
+                    "add",
+                    "--detach",
+                    "--lock",
+                    "--reason",
+                    f"patchwarden session {session_id}",
+                    str(tree),
+                    base,
+                ]
+            )
+        except git.GitCommandError as exc:
+            raise ConfigError(
+                f"cannot create the agent worktree: {git_message(exc)}", where=str(tree)
+            ) from None
+        try:
+            git_dir = _worktree_git_dir(tree)
+        except BaseException:
+            _remove_worktree(runner, tree, None)
+            raise
+        undo.callback(_remove_worktree, runner, tree, git_dir)
+        remove = undo.pop_all().close  # once: a closed stack has nothing left to undo
 
     try:
         yield Workspace(

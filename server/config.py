@@ -32,7 +32,11 @@ class AgentConfig(BaseModel):
     worktree_dir: str | None = None
     """Where the agent worktree is created; default: inside the server's state directory."""
     max_submissions: int = Field(default=20, ge=1)
-    """submit_patch calls allowed per session."""
+    """Judged submissions (those that got a verdict) allowed per session."""
+    uncounted_faults: int = Field(default=3, ge=0)
+    """Submissions per session that got no verdict because the scorer failed (crashed, was
+    killed, hung or answered an error) and that do not count against max_submissions. Past
+    this many they count too, so crashing the scorer on purpose cannot buy unlimited tries."""
     max_file_bytes: int = Field(default=1_000_000, ge=1)
     """Largest file read_file returns or write_file accepts."""
     waive_broken_base: bool = False

@@ -148,3 +148,20 @@ def test_a_git_failure_in_a_real_repository_is_one_line(example_repo: Path, tmp_
     )  # fmt: skip
     assert result.exit_code == 2, result.output
     assert result.stderr.startswith("patchwarden: error: ") and result.stderr.count("\n") == 1
+
+
+def test_an_os_error_names_its_path_absolute_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk under a directory named like us: one line, the whole path, no doubled
+    prefix (the message once read `patchwarden: error: patchwarden: No space left on ...`)."""
+    import errno
+
+    from patchwarden.server.cli._base import os_error_line
+
+    monkeypatch.chdir(tmp_path)
+    full = OSError(errno.ENOSPC, "No space left on device", "patchwarden")
+    assert os_error_line(full) == f"{tmp_path}/patchwarden: No space left on device"
+    moved = OSError(errno.EXDEV, "Invalid cross-device link", "/a/x", None, "/b/y")
+    assert os_error_line(moved) == "/a/x -> /b/y: Invalid cross-device link"
+    assert os_error_line(OSError(errno.EIO, "Input/output error")) == "Input/output error"

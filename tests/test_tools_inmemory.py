@@ -167,6 +167,7 @@ def test_submit_patch_returns_the_protocol_summary_and_counts_submissions(
     harness.scorer.answers = [
         Scored(id=1, summary=SUMMARY),
         Failure(id=2, error="the scorer could not read the contract"),
+        Scored(id=3, summary=SUMMARY),
     ]
     harness.call("write_file", {"path": "orders/extra.py", "content": "X = 1\n"})
     result = harness.call("submit_patch", {"message": "add X"})
@@ -177,10 +178,15 @@ def test_submit_patch_returns_the_protocol_summary_and_counts_submissions(
     assert asked.parent == harness.session.workspace.base and len(asked.patch) == 40
     failed = harness.call("submit_patch", {"message": "again"})
     assert failed.is_error
-    assert "the scorer could not judge the patch: the scorer could not read" in _text(failed)
-    capped = harness.call("submit_patch", {"message": "third"})
+    assert "no verdict: the scorer could not judge the patch: the scorer could not read" in (
+        _text(failed)
+    )
+    # Only judged submissions count (docs/reliability.md): the failed one left the budget.
+    assert "it was not counted (1 submissions left)" in _text(failed)
+    assert not harness.call("submit_patch", {"message": "third"}).is_error
+    capped = harness.call("submit_patch", {"message": "fourth"})
     assert capped.is_error and "submission limit reached (2 per session)" in _text(capped)
-    assert len(harness.scorer.asked) == 2
+    assert len(harness.scorer.asked) == 3
 
 
 def test_request_freeze_goes_to_the_scorer_with_the_last_patch(harness: Harness) -> None:

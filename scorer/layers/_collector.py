@@ -105,7 +105,7 @@ def collect_node_id(
     if len(lines) == 1:
         try:
             message = json.loads(lines[0])
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # product code may write anything here
             message = None
         if isinstance(message, dict):
             found = message.get(CHANNEL_KEY)

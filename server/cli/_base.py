@@ -50,6 +50,15 @@ def fail(message: str) -> NoReturn:
     sys.exit(EXIT_USAGE)
 
 
+def os_error_line(exc: OSError) -> str:
+    """``PATH: what happened`` (both paths of a rename or a link), each path absolute: a
+    relative one reads like part of the message (a directory named ``patchwarden`` gave
+    ``patchwarden: error: patchwarden: No space left on device``)."""
+    paths = [os.path.abspath(os.fsdecode(p)) for p in (exc.filename, exc.filename2) if p]
+    where = f"{' -> '.join(paths)}: " if paths else ""
+    return f"{where}{exc.strerror or exc}"
+
+
 def _crash_file() -> Path:
     state = os.environ.get("XDG_STATE_HOME") or os.path.join(Path.home(), ".local", "state")
     for directory in (Path(state) / "patchwarden" / "crashes", Path(tempfile.gettempdir())):
@@ -93,8 +102,7 @@ def run_guarded(call: Callable[[], Any]) -> Any:
         fail(str(exc))
     except OSError as exc:
         # An unwritable log dir or a full disk is the environment's failure, not ours.
-        where = f"{exc.filename}: " if exc.filename else ""
-        fail(f"{where}{exc.strerror or exc}")
+        fail(os_error_line(exc))
     except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
         raise
     except Exception as exc:

@@ -36,8 +36,8 @@ def doctor_cmd(config_path: Path | None, repo: Path | None) -> None:
     for check in checks:
         mark = "ok  " if check.ok else "FAIL"
         click.echo(f"{mark} {check.name}: {check.detail}")
-        if not check.ok and check.fix:
-            click.echo(f"     fix: {check.fix}")
+        if check.fix:
+            click.echo(f"     {'fix' if not check.ok else 'advice'}: {check.fix}")
     if config.sandbox.backend == "none":
         click.echo("note: sandbox.backend is 'none': nothing is isolated (development only)")
     sys.exit(EXIT_ACCEPT if all(c.ok for c in checks) else EXIT_REJECT)
