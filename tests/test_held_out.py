@@ -345,7 +345,7 @@ def test_the_bundle_marks_every_hidden_row_and_records_the_extra_seeds(
         f"{tree}-seed{seed}.{ext}"
         for tree in ("parent", "patch")
         for seed in SEEDS
-        for ext in ("json", "stdout.txt", "stderr.txt")
+        for ext in ("json", "stdout.txt", "stderr.txt", "channel.txt")
     )
 
 

@@ -120,16 +120,22 @@ def assert_read_and_clean(seen: dict[str, dict[str, object]], dirs: Dirs) -> Non
 
 def test_the_scorers_runs_see_no_host_paths_in_proc(session: Served) -> None:
     dirs = session.dirs
-    # Product code: bulk_price, called from the bulk-rounding property, reads /proc and
-    # writes it to stderr once. That property fails on the base (the example's bug), so
-    # pytest's report of the failure carries the captured stderr into the run's evidence.
-    product = PROBE + (
-        "\nimport sys as _sys\n_probed = []\n_bulk_price = bulk_price\n\n"
+    # Product code: bulk_price, called from the bulk-rounding property, has a child process
+    # read /proc (a child: the runner's audit hook refuses such reads in the runner's own
+    # process, docs/design/runner.md) and writes what it read to stderr, once per test. That
+    # property fails on the base (the example's bug), so pytest's report of the failure
+    # carries the captured stderr into the run's evidence.
+    product = (
+        "\nimport json as _json, os as _os, subprocess as _subprocess, sys as _sys\n"
+        f"_PROBE = {PROBE + 'print(json.dumps(probe()))'!r}\n"
+        "_probed = set()\n_bulk_price = bulk_price\n\n"
         "def bulk_price(*args, **kwargs):\n"
-        "    caller = _sys._getframe(1).f_code.co_name\n"
-        "    if caller == 'test_bulk_rounding_sampled' and not _probed:\n"
-        "        _probed.append(1)\n"
-        "        _sys.stderr.write('PROBE ' + json.dumps(probe()) + ' END\\n')\n"
+        "    test = _os.environ.get('PYTEST_CURRENT_TEST', '')\n"
+        "    if test not in _probed:\n"
+        "        _probed.add(test)\n"
+        "        out = _subprocess.run([_sys.executable, '-c', _PROBE], capture_output=True,"
+        " text=True).stdout\n"
+        "        _sys.stderr.write('PROBE ' + out.strip() + ' END\\n')\n"
         "    return _bulk_price(*args, **kwargs)\n"
     )
     original = session.ok("read_file", {"path": "orders/total.py"})["content"]
