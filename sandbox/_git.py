@@ -25,6 +25,7 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import git
 
@@ -331,6 +332,56 @@ def fetch_commits(repo: git.Repo, source: Path | str, shas: list[str]) -> None:
     if any(not has_commit(repo, sha) for sha in shas):
         with clone_lock(Path(repo.git_dir)):
             _fetch_all(repo, source)
+
+
+FETCHED_REFS = "refs/patchwarden-fetched"
+"""Where :func:`fetch_from_url` keeps the commits it fetched (a fetch by id names no ref)."""
+URL_FETCH_TIMEOUT_S = 600
+"""A fetch from the operator's URL that takes longer (a host that never answers) fails."""
+NO_PROMPTS = {"GIT_TERMINAL_PROMPT": "0", "GIT_SSH_COMMAND": "ssh -o BatchMode=yes"}
+"""A URL that wants a password fails at once instead of waiting for a terminal."""
+
+
+def shown_url(url: str) -> str:
+    """``url`` for messages: without a password or token it may carry (``user:secret@``)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username}@{host}" if parts.username else host
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def fetch_from_url(repo: git.Repo, url: str, shas: list[str]) -> None:
+    """Fetch the commits ``shas`` (and their history) from the operator's ``url`` into
+    ``repo``, unless it holds them already; GitError naming the URL when it cannot be
+    reached or lacks one (the server must allow fetching a commit by id: protocol v2 does).
+
+    Hookless as every git command here, without prompts, and bounded in time; the commits are
+    kept under :data:`FETCHED_REFS`, so nothing else of the URL's refs is taken.
+    """
+    if url.startswith("-"):  # git would read it as an option
+        raise GitError("a fetch URL must not start with '-'", where=url)
+    missing = [sha for sha in dict.fromkeys(shas) if not has_commit(repo, sha)]
+    if not missing:
+        return
+    clone = Path(repo.git_dir)
+    refspecs = [f"+{sha}:{FETCHED_REFS}/{sha}" for sha in missing]
+    argv = ["git", *HOOKLESS, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head"]
+    with clone_lock(clone):
+        try:
+            repo.git.execute(
+                [*argv, "--", url, *refspecs],
+                env={**os.environ, **NO_PROMPTS},
+                kill_after_timeout=URL_FETCH_TIMEOUT_S,
+            )
+        except git.GitCommandError as exc:
+            raise GitError(
+                f"git fetch {shown_url(url)}: {git_message(exc).replace(url, shown_url(url))}",
+                where=str(clone),
+            ) from None
 
 
 @contextlib.contextmanager

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from ._batch import BatchRequest, BatchResult, in_flight, read_requests, score_batch
+from ._batch import (
+    BatchRequest,
+    BatchResult,
+    in_flight,
+    read_requests,
+    score_batch,
+    with_fetch_urls,
+)
 from ._bundle import append_line
 from ._checkout import envs_dir, read_contract_at, read_only_paths_at, working_tree
 from ._config import ScorerConfig
@@ -195,6 +202,7 @@ __all__ = [
     "sweep",
     "ticket_valid_for",
     "verdict_summary",
+    "with_fetch_urls",
     "working_tree",
     "write_json_atomic",
     "write_ticket",

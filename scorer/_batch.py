@@ -27,13 +27,13 @@ import json
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints, ValidationError
 
 from patchwarden.sandbox import resolve_commit
 
@@ -65,6 +65,16 @@ RequestId = Annotated[
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 
 
+def _one_word_url(url: str) -> str:
+    if not url or url.startswith("-") or any(c.isspace() or not c.isprintable() for c in url):
+        raise ValueError("a git URL of one word, not starting with '-'")
+    return url
+
+
+FetchUrl = Annotated[str, AfterValidator(_one_word_url)]
+"""A git URL or path (git would read one starting with ``-`` as an option)."""
+
+
 class RequestLine(BaseModel):
     """One line of REQUESTS.jsonl."""
 
@@ -77,6 +87,9 @@ class RequestLine(BaseModel):
     patch: NonEmpty
     contract: NonEmpty = DEFAULT_CONTRACT_PATH
     held_out: NonEmpty | None = None
+    fetch_url: FetchUrl | None = None
+    """Where Ray workers fetch this repository's commits from (else: git bundles from the
+    driver); overrides ``--fetch-url``; the local executor does not use it."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +103,7 @@ class BatchRequest:
     patch: str
     contract: str
     held_out: str | None = None
+    fetch_url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -174,9 +188,30 @@ def read_requests(path: Path) -> tuple[list[BatchRequest], list[BatchResult]]:
                 patch=line.patch,
                 contract=line.contract,
                 held_out=str(base / line.held_out) if line.held_out is not None else None,
+                fetch_url=line.fetch_url,
             )
         )
     return requests, errors
+
+
+def with_fetch_urls(
+    requests: Sequence[BatchRequest], urls: Mapping[Path, str]
+) -> list[BatchRequest]:
+    """The requests with the operator's fetch URL of their repository (``--fetch-url
+    REPO=URL``, by the repository's resolved path) where their line names none. A URL for a
+    repository no request names is an InputError: a mistyped path would otherwise send
+    bundles without a word."""
+    by_repo = {repo.resolve(): url for repo, url in urls.items()}
+    named = {request.repo.resolve() for request in requests}
+    for repo in by_repo:
+        if repo not in named:
+            raise InputError(f"no request names the repository {repo}", where="--fetch-url")
+    return [
+        dataclasses.replace(request, fetch_url=by_repo.get(request.repo.resolve()))
+        if request.fetch_url is None
+        else request
+        for request in requests
+    ]
 
 
 def _first(exc: ValidationError) -> str:
@@ -192,7 +227,7 @@ def _first_error(exc: ValidationError) -> str:
         return f"{where}: unknown key"
     if first["type"] == "missing":
         return f"{where}: missing"
-    return f"{where}: {first['msg']}"
+    return f"{where}: {str(first['msg']).removeprefix('Value error, ')}"
 
 
 # -- resume ------------------------------------------------------------------------------------
@@ -278,7 +313,9 @@ class SharedRuns:
     that unit's run instead of a new one.
 
     The key is the unit with its tree replaced by the tree's digest (and the label and source,
-    which name no input, cleared), so a field added to RunUnit later is part of it. A shared
+    which name no input, cleared), so a field added to RunUnit later is part of it; and the
+    fetch URL a remote worker gets the tree from, so a URL that fails fails only the requests
+    that name it. A shared
     local run's tree is hashed again after the run, so a request that did not own the tree
     still learns if it changed. Finished runs are kept for ``capacity`` more units; a failed
     one is never handed out again.
@@ -291,11 +328,12 @@ class SharedRuns:
         self.import_roots = executor.import_roots
         self._capacity = capacity
         self._on_unit = on_unit
-        self._runs: OrderedDict[RunUnit, Future[RunOutcome]] = OrderedDict()
+        self._runs: OrderedDict[tuple[RunUnit, str | None], Future[RunOutcome]] = OrderedDict()
         self._lock = threading.Lock()
 
     def submit(self, unit: RunUnit, digest: str) -> Future[RunOutcome]:
-        key = dataclasses.replace(unit, label="", tree=Path(digest), source=None)
+        inputs = dataclasses.replace(unit, label="", tree=Path(digest), source=None)
+        key = (inputs, unit.source.fetch_url if unit.source is not None else None)
         with self._lock:
             known = self._runs.get(key)
             if known is not None and not (known.done() and known.exception() is not None):
@@ -413,6 +451,7 @@ def _score_request(
         patch=request.patch,
         request_id=request.id,
         held_out=Path(request.held_out) if request.held_out is not None else None,
+        fetch_url=request.fetch_url,
     )
     with contextlib.ExitStack() as stack:
         plan = plan_score(
@@ -459,4 +498,5 @@ __all__ = [
     "in_flight",
     "read_requests",
     "score_batch",
+    "with_fetch_urls",
 ]

@@ -189,6 +189,9 @@ class ScoreRequest:
     """A ``score-batch`` request id, recorded with the verdict."""
     held_out: Path | None = None
     """A held-out directory for this request; None: the config's ``held_out_dir``."""
+    fetch_url: str | None = None
+    """Where a remote executor's workers fetch the commits from (the operator's URL of the
+    repository); None: the driver sends them as git bundles."""
 
 
 def _changes(clone: git.Repo, parent: str, patch: str) -> list[Change]:
@@ -548,10 +551,6 @@ def plan_score(
     if not contract.properties:
         raise ContractError("the contract lists no properties to run", where=request.contract)
     held_out = _held_out(request, config, contract)
-    if held_out is not None and describe_trees:
-        raise ContractError(
-            "held-out properties run on the local executor only", where=str(held_out.directory)
-        )
     contract_paths = contract.contract_paths(
         contract_file, fixtures=manifest_fixtures(trees["parent"], contract)
     )
@@ -627,6 +626,7 @@ def _units(plan: ScorePlan, describe_trees: bool) -> list[RunUnit]:
                 contract_paths=tuple(plan.contract_paths),
                 protected_paths=tuple(plan.config.protected_paths),
                 digest=tree_digest(plan.trees[name]),
+                fetch_url=plan.request.fetch_url,
             )
     return [
         RunUnit(

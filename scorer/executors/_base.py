@@ -49,6 +49,9 @@ class TreeSource:
     contract_paths: tuple[str, ...]
     protected_paths: tuple[str, ...]
     digest: str
+    fetch_url: str | None = None
+    """The operator's URL the worker fetches ``sha`` (and ``restore_from``) from; None: the
+    driver sends them as git bundles. The URL never reaches a sandbox."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +76,7 @@ class RunUnit:
     """The run group (scorer/_groups.py): the contract's schedule, extra seeds, held-out."""
     tests_dir: Path | None = None
     """A held-out directory the targets' tests live in, mounted read-only apart from the tree
-    (local executor only); None: the tests are the tree's."""
+    (a remote executor ships its files to the workers); None: the tests are the tree's."""
 
     @property
     def key(self) -> UnitKey:

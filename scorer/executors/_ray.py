@@ -14,6 +14,12 @@ worker or node died (``max_retries``); nothing here queues work of its own.
   base commit's history once for every request on that base, and each patch's own commits
   as a thin bundle on top; they go to Ray's object store, and the worker fetches what its
   clone lacks, rebuilds the tree and checks its digest against the plan's before running.
+  With the operator's fetch URL for the repository (``TreeSource.fetch_url``) no bundle is
+  sent: the worker fetches the commits it lacks from the URL, then rebuilds and checks the
+  same way. The URL is used by git on the worker only, never inside a sandbox.
+- Held-out properties: the held-out directory's files go to the object store once per
+  digest; each node writes them once, read-only, under its state directory and checks the
+  digest before each run (``_held_out_files.py``), then mounts them as the local executor does.
 - Results: the worker returns the run and any change to its tree copy; it writes nothing to
   the log directory (only the driver does). A failure on the worker comes back as a one-line
   error, never as a traceback in a verdict.
@@ -42,6 +48,7 @@ from patchwarden.sandbox import (
     bundle_commits,
     check_sandbox,
     fetch_commits,
+    fetch_from_url,
     git_errors,
     open_repo,
     require_sandbox,
@@ -52,6 +59,7 @@ from .._checkout import state_dir
 from .._config import ScorerConfig
 from .._errors import ConfigError, PatchwardenError
 from ._base import Executor, RunOutcome, RunUnit, TreeSource
+from ._held_out_files import HeldOutFiles, held_out_on_worker, pack_held_out
 from ._trees import rebuilt_tree, tree_digest, worker_clone
 
 PATCHWARDEN_VERSION = metadata.version("patchwarden")
@@ -64,6 +72,9 @@ LOCAL_OBJECT_STORE_BYTES = 256 * 1024 * 1024
 KEPT_BUNDLES = 32
 """Bundles the driver keeps for later requests (a base commit's history is the big one, and
 requests on one base usually come together)."""
+KEPT_HELD_OUT = 4
+"""Held-out directories (by digest) the driver keeps in the object store; a batch usually
+uses one."""
 NODE_CHECK_TIMEOUT_S = 300.0
 """Time for every node to run the sandbox check (a cold node imports patchwarden first)."""
 
@@ -114,6 +125,7 @@ class RayExecutor(Executor):
             self._state_dir = scorer_config.state_dir
             self._task = ray.remote(num_cpus=1, max_retries=RUN_RETRIES)(run_unit_on_worker)
             self._bundles: OrderedDict[tuple[str, str, str | None], Any] = OrderedDict()
+            self._held_out: OrderedDict[str, Any] = OrderedDict()
             self._lock = threading.Lock()
             self._scratch = Path(
                 tempfile.mkdtemp(prefix="ray-bundles-", dir=state_dir(scorer_config))
@@ -130,10 +142,9 @@ class RayExecutor(Executor):
     def submit(self, unit: RunUnit) -> Future[RunOutcome]:
         if unit.source is None:
             raise ValueError("a unit for the ray executor needs its TreeSource")
-        if unit.tests_dir is not None:
-            raise ValueError("held-out properties run on the local executor only")
-        bundles = self._bundles_for(unit.source)
-        ref = self._task.remote(unit, self._sandbox_json, self._state_dir, *bundles)
+        held_out = None if unit.tests_dir is None else self._held_out_files(unit.tests_dir)
+        bundles = [] if unit.source.fetch_url else self._bundles_for(unit.source)
+        ref = self._task.remote(unit, self._sandbox_json, self._state_dir, held_out, *bundles)
         outcome: Future[RunOutcome] = Future()
         ref.future().add_done_callback(self._settle(outcome))
         return outcome
@@ -157,6 +168,19 @@ class RayExecutor(Executor):
                 outcome.set_exception(error_class(message))
 
         return done
+
+    def _held_out_files(self, directory: Path) -> Any:
+        """The object-store ref of the held-out directory's files, one per digest. Packed
+        again for every unit (a few test files), so a change to the directory is sent as
+        a new digest, never mixed with the old one."""
+        files = pack_held_out(directory)
+        with self._lock:
+            if files.digest not in self._held_out:
+                self._held_out[files.digest] = self._ray.put(files)
+                while len(self._held_out) > KEPT_HELD_OUT:
+                    self._held_out.popitem(last=False)
+            self._held_out.move_to_end(files.digest)
+            return self._held_out[files.digest]
 
     def _bundles_for(self, source: TreeSource) -> list[Any]:
         """Object-store refs of the bundles a unit's worker fetches, in order: the base
@@ -201,6 +225,7 @@ class RayExecutor(Executor):
         finally:
             with self._lock:
                 self._bundles.clear()
+                self._held_out.clear()
             if self._scratch.exists():
                 for leftover in self._scratch.iterdir():
                     leftover.unlink()
@@ -243,10 +268,15 @@ def check_nodes(ray: Any, sandbox_json: str) -> None:
 
 
 def run_unit_on_worker(
-    unit: RunUnit, sandbox_json: str, state_dir: str, *bundles: bytes
+    unit: RunUnit,
+    sandbox_json: str,
+    state_dir: str,
+    held_out: HeldOutFiles | None,
+    *bundles: bytes,
 ) -> RunOutcome | tuple[str, str]:
-    """One unit on a Ray worker: rebuild its tree from the bundle (or reuse this worker's
-    copy of it), check the digest, run.
+    """One unit on a Ray worker: rebuild its tree from the bundles or the fetch URL (or reuse
+    this worker's copy of it), check the digest, run (with the held-out files, written and
+    checked on this node, when the unit has them).
 
     Returns the outcome, or (kind, one-line message) when the unit could not run.
     """
@@ -256,13 +286,14 @@ def run_unit_on_worker(
         require_sandbox(config)
         source = unit.source
         assert source is not None
-        tree = _worker_trees(state_dir).tree_for(source, bundles)
+        tree = _worker_trees(state_dir).tree_for(source, bundles)  # makes the state dir 0700
         if tree is None:
             return (
                 "sandbox",
                 f"node {node}: the {unit.tree_name} tree rebuilt from "
                 f"{source.sha[:12]} differs from the planned one; not run",
             )
+        tests_dir = None if held_out is None else held_out_on_worker(Path(state_dir), held_out)
         run = run_properties(
             tree,
             unit.targets,
@@ -271,6 +302,7 @@ def run_unit_on_worker(
             contract_paths=unit.contract_paths,
             limits=unit.limits,
             layout=unit.layout,
+            tests_dir=tests_dir,
         )
         drift: tuple[str, ...] = ()
         if tree_digest(tree) != source.digest:
@@ -316,6 +348,8 @@ class WorkerTrees:
             return self._trees[source.digest][1]
         clone = worker_clone(self._clones, source)
         shas = [source.sha] + ([source.restore_from] if source.restore_from else [])
+        if source.fetch_url is not None:
+            fetch_from_url(clone, source.fetch_url, shas)
         for bundle in bundles:  # the base first: a thin bundle needs its commits
             with tempfile.NamedTemporaryFile(suffix=".bundle", dir=clone.git_dir) as handle:
                 handle.write(bundle)

@@ -12,7 +12,7 @@ import contextlib
 import hashlib
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import git
@@ -27,23 +27,41 @@ from ._base import TreeSource
 DIGEST_PREFIX = "tree-sha256:"
 
 
+Entry = tuple[str, bytes, bytes]
+"""(tree-relative path, kind: ``link``, ``exec`` or ``file``, the link's target or the bytes)."""
+
+
+def tree_entry(tree: Path, rel: str) -> Entry:
+    """What :func:`tree_digest` reads of one file or link (links are never followed)."""
+    path = tree / rel
+    mode = path.lstat().st_mode
+    if stat.S_ISLNK(mode):
+        return rel, b"link", os.readlink(path).encode()
+    return rel, b"exec" if mode & stat.S_IXUSR else b"file", path.read_bytes()
+
+
+def entries_digest(entries: Iterable[Entry]) -> str:
+    """The digest of ``entries`` as :func:`tree_digest` takes it of a tree that holds them."""
+    digest = hashlib.sha256()
+    for entry in sorted(entries):
+        digest.update(_framed(entry))
+    return DIGEST_PREFIX + digest.hexdigest()
+
+
 def tree_digest(tree: Path) -> str:
     """sha256 over every file and link of ``tree`` (``.git`` left out): path, kind, the
     executable bit, and the bytes or the link's target."""
     digest = hashlib.sha256()
     # A worktree's .git is a file naming its clone: never mounted, and different everywhere.
     for rel in sorted(tree_entries(tree) - {".git"}):
-        path = tree / rel
-        mode = path.lstat().st_mode
-        if stat.S_ISLNK(mode):
-            kind, payload = b"link", os.readlink(path).encode()
-        else:
-            kind = b"exec" if mode & stat.S_IXUSR else b"file"
-            payload = hashlib.sha256(path.read_bytes()).digest()
-        name = rel.encode()
-        for part in (name, kind, payload):
-            digest.update(len(part).to_bytes(8, "big") + part)
+        digest.update(_framed(tree_entry(tree, rel)))  # one file in memory at a time
     return DIGEST_PREFIX + digest.hexdigest()
+
+
+def _framed(entry: Entry) -> bytes:
+    rel, kind, data = entry
+    payload = data if kind == b"link" else hashlib.sha256(data).digest()
+    return b"".join(len(part).to_bytes(8, "big") + part for part in (rel.encode(), kind, payload))
 
 
 def worker_clone(config: ScorerConfig, source: TreeSource) -> git.Repo:

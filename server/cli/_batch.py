@@ -26,6 +26,7 @@ from patchwarden.scorer import (
     make_executor,
     read_requests,
     score_batch,
+    with_fetch_urls,
 )
 
 from ..config import load_config
@@ -56,6 +57,14 @@ EXIT_INTERRUPTED = 130
     help="A running Ray cluster (e.g. ray://head:10001); default: a local Ray for this command.",
 )
 @click.option(
+    "--fetch-url",
+    "fetch_urls",
+    multiple=True,
+    metavar="REPO=URL",
+    help="With --executor ray: workers fetch REPO's commits from URL instead of getting git "
+    "bundles from this machine (repeat for each repository; a request's fetch_url wins).",
+)
+@click.option(
     "--jobs",
     type=click.IntRange(min=1),
     help="Sandboxed runs at once (default: scorer.jobs, else the core count; with Ray and no "
@@ -68,20 +77,25 @@ def score_batch_cmd(
     log_dir: Path,
     executor_name: str,
     ray_address: str | None,
+    fetch_urls: tuple[str, ...],
     jobs: int | None,
     as_json: bool,
     config_path: Path | None,
 ) -> None:
     """Score every request of REQUESTS_FILE (one JSON object per line: id, repo, parent,
-    patch, and optionally contract) into the log directory."""
+    patch, and optionally contract, held_out, fetch_url) into the log directory."""
     if ray_address is not None and executor_name != "ray":
         raise ConfigError("--ray-address needs --executor ray", where="score-batch")
+    if fetch_urls and executor_name != "ray":
+        raise ConfigError("--fetch-url needs --executor ray", where="score-batch")
+    urls = dict(_repo_and_url(option) for option in fetch_urls)
     config = load_config(config_path)
     # Absolute, so the bundle paths in the result lines and the index work from anywhere.
     scorer_config = config.scorer.model_copy(update={"log_dir": str(log_dir.resolve())})
     if jobs is not None:
         scorer_config = scorer_config.model_copy(update={"jobs": jobs})
     requests, errors = read_requests(requests_file)
+    requests = with_fetch_urls(requests, urls)
     executor: Executor
     if executor_name == "local":
         require_sandbox(config.sandbox)  # a machine that cannot isolate runs scores nothing
@@ -112,6 +126,16 @@ def score_batch_cmd(
     click.echo(f"patchwarden: score-batch: {printer.summary(total)}", err=True)
     if printer.crashes:
         sys.exit(EXIT_INTERNAL)
+
+
+def _repo_and_url(option: str) -> tuple[Path, str]:
+    repo, sep, url = option.partition("=")
+    if not (sep and repo and url) or url.startswith("-") or any(c.isspace() for c in url):
+        raise ConfigError(
+            f"expected REPO=URL (a URL of one word, not starting with '-'), got {option!r}",
+            where="--fetch-url",
+        )
+    return Path(repo), url
 
 
 class _Printer:
