@@ -193,22 +193,133 @@ def test_a_requests_file_that_cannot_be_read_is_one_line_exit_2(
     assert not (tmp_path / "logs").exists()
 
 
-def test_ray_executor_gives_the_same_decision_on_a_local_ray(
-    example_repo: Path, tmp_path: Path, scorer_env: dict[str, str]
-) -> None:
+HELD_OUT_YAML = """\
+seeds: [11]
+properties:
+  - id: held.bulk_factor_stays_float
+    oracle: "BULK_FACTOR is still the float 0.95"
+    test: "test_held.py::test_bulk_factor_stays_float"
+"""
+HELD_OUT_TEST = """\
+from orders import total
+
+
+def test_bulk_factor_stays_float():
+    assert isinstance(total.BULK_FACTOR, float)
+"""
+
+
+def _held_out_dir(root: Path) -> Path:
+    """A held-out property the fix breaks (it makes BULK_FACTOR a Decimal): with it, the fix
+    is a reject that only the held-out group explains."""
+    root.mkdir()
+    (root / "held-out.yaml").write_text(HELD_OUT_YAML)
+    (root / "test_held.py").write_text(HELD_OUT_TEST)
+    for path in (root, *root.iterdir()):  # the sandbox's uid reads them when we are root
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return root
+
+
+def _copy_and_serve(repo: Path, work: Path, name: str, *refs: str) -> tuple[Path, str]:
+    """A copy of ``repo`` to score, and the file:// URL of a bare repository with ``refs`` of
+    it (all tags when none), pushed so it holds nothing else."""
+    copy, served = work / name, work / f"{name}-served.git"
+    subprocess.run(["git", "clone", "-q", str(repo), str(copy)], check=True)
+    subprocess.run(["git", "init", "-q", "--bare", str(served)], check=True)
+    refspecs = [f"{ref}:refs/heads/{ref}" for ref in refs] or ["refs/tags/*:refs/tags/*"]
+    subprocess.run(["git", "-C", str(repo), "push", "-q", str(served), *refspecs], check=True)
+    return copy, f"file://{served}"
+
+
+@pytest.fixture(scope="module")
+def ray_batch(
+    example_repo: Path, tmp_path_factory: pytest.TempPathFactory, scorer_env: dict[str, str]
+) -> dict:
+    """One batch on one local Ray (started by the command): bundles, a fetch URL given on the
+    command line, a fetch URL in a request that lacks the patch, and a held-out directory;
+    the held-out request also scored locally, to compare."""
     if not os.environ.get("CI"):
         pytest.importorskip("ray", reason="the ray extra is not installed (scripts/pw adds it)")
-    requests = tmp_path / "ray.jsonl"
-    line = {"id": "fix-on-ray", "repo": str(example_repo), "parent": "base", "patch": "patch-fix"}
-    requests.write_text(json.dumps(line) + "\n")
-    logs = tmp_path / "logs"
-    proc = _batch(
-        str(requests), "--log-dir", str(logs), "--json", "--executor", "ray", env=scorer_env
+    work = tmp_path_factory.mktemp("ray")
+    by_url, url = _copy_and_serve(example_repo, work, "by-url")
+    lost, base_only_url = _copy_and_serve(example_repo, work, "lost", "base")
+    held_out = _held_out_dir(work / "held-out")
+    lines = [
+        {"id": "fix-on-ray", "repo": str(example_repo), "parent": "base", "patch": "patch-fix"},
+        {"id": "refactor-by-url", "repo": str(by_url), "parent": "base", "patch": "patch-refactor"},
+        {
+            "id": "regression-lost",
+            "repo": str(lost),
+            "parent": "base",
+            "patch": "patch-regression",
+            "fetch_url": base_only_url,
+        },
+        {
+            "id": "fix-held-out",
+            "repo": str(example_repo),
+            "parent": "base",
+            "patch": "patch-fix",
+            "held_out": str(held_out),
+        },
+    ]
+    requests = work / "ray.jsonl"
+    requests.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    local_requests = work / "local.jsonl"
+    local_requests.write_text(json.dumps(lines[-1]) + "\n")
+    ray = _batch(
+        *(str(requests), "--log-dir", str(work / "ray-logs"), "--json", "--executor", "ray"),
+        *("--fetch-url", f"{by_url}={url}"),
+        env=scorer_env,
     )
+    local = _batch(
+        str(local_requests), "--log-dir", str(work / "local-logs"), "--json", env=scorer_env
+    )
+    return {"requests": requests, "ray": ray, "local": local}
+
+
+def _by_id(proc: subprocess.CompletedProcess[str]) -> dict[str, dict]:
     assert proc.returncode == 0, proc.stderr
-    [result] = _lines(proc)
+    return {line["id"]: line for line in _lines(proc)}
+
+
+def _runs(result: dict, folder: str = "runs") -> list[dict]:
+    return [json.loads(p.read_text()) for p in (Path(result["bundle"]) / folder).glob("*.json")]
+
+
+def test_ray_executor_gives_the_same_decision_on_a_local_ray(ray_batch: dict) -> None:
+    result = _by_id(ray_batch["ray"])["fix-on-ray"]
     assert result["decision"] == "accept", result
     assert {r["prop"]: r["reason"] for r in result["results"]} == EXPECTED["patch-fix"]["results"]
-    runs = [json.loads(p.read_text()) for p in (Path(result["bundle"]) / "runs").glob("*.json")]
+    runs = _runs(result)
     assert len(runs) == 6
     assert all(run["where"] != "local" and run["complete"] for run in runs)
+
+
+def test_ray_workers_fetch_trees_from_the_operators_url(ray_batch: dict) -> None:
+    """Same decision as bundles give; the URL's copy is a repository no request scores from."""
+    result = _by_id(ray_batch["ray"])["refactor-by-url"]
+    expected = EXPECTED["patch-refactor"]
+    assert result["decision"] == expected["decision"], result
+    assert {r["prop"]: r["reason"] for r in result["results"]} == expected["results"]
+    assert all(run["where"] != "local" and run["complete"] for run in _runs(result))
+
+
+def test_a_fetch_url_without_the_patch_is_an_error_line_for_that_request(
+    ray_batch: dict,
+) -> None:
+    result = _by_id(ray_batch["ray"])["regression-lost"]
+    assert set(result) == {"id", "error"}
+    error = result["error"]
+    assert error.startswith(f"{ray_batch['requests']}:3: node "), error
+    assert " git fetch file://" in error and "not our ref" in error and "\n" not in error
+    assert "Traceback" not in ray_batch["ray"].stderr
+
+
+def test_held_out_properties_run_on_ray_as_on_the_local_executor(ray_batch: dict) -> None:
+    on_ray = _by_id(ray_batch["ray"])["fix-held-out"]
+    local = _by_id(ray_batch["local"])["fix-held-out"]
+    assert (on_ray["decision"], on_ray["hidden"]) == ("reject", {"held_out": "reject"})
+    assert (local["decision"], local["hidden"]) == ("reject", {"held_out": "reject"})
+    assert on_ray["results"] == local["results"]
+    held = _runs(on_ray, "runs/held-out")
+    assert len(held) == 2 and all(run["where"] != "local" for run in held)
