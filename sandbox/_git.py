@@ -364,13 +364,16 @@ def fetch_from_url(repo: git.Repo, url: str, shas: list[str]) -> None:
     """
     if url.startswith("-"):  # git would read it as an option
         raise GitError("a fetch URL must not start with '-'", where=url)
-    missing = [sha for sha in dict.fromkeys(shas) if not has_commit(repo, sha)]
-    if not missing:
+    if all(has_commit(repo, sha) for sha in shas):
         return
     clone = Path(repo.git_dir)
-    refspecs = [f"+{sha}:{FETCHED_REFS}/{sha}" for sha in missing]
     argv = ["git", *HOOKLESS, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head"]
     with clone_lock(clone):
+        # Asked again under the lock: another worker of this node may just have fetched them.
+        missing = [sha for sha in dict.fromkeys(shas) if not has_commit(repo, sha)]
+        if not missing:
+            return
+        refspecs = [f"+{sha}:{FETCHED_REFS}/{sha}" for sha in missing]
         try:
             repo.git.execute(
                 [*argv, "--", url, *refspecs],
