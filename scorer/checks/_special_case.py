@@ -39,6 +39,7 @@ from typing import Any
 
 from .._hashing import files_under
 from ._spec_review import _own_nodes, _scope_roots
+from ._suspicious import dotted_name
 
 MAX_FOLDED_CHARS = 10_000
 """A constant expression longer than this is not folded (and so matches no input): the
@@ -141,16 +142,6 @@ def _elements(key: Key) -> Iterator[Key]:
 _DECIMALS = frozenset({"Decimal", "decimal.Decimal"})
 
 
-def _dotted(node: ast.expr) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    return ".".join([node.id, *reversed(parts)])
-
-
 def _bounded(value: object) -> object:
     if isinstance(value, str | bytes) and len(value) > MAX_FOLDED_CHARS:
         raise _NotFolded
@@ -243,7 +234,7 @@ def _fold_binop(node: ast.BinOp, names: Mapping[str, object] | None) -> object:
 
 
 def _fold_call(node: ast.Call, names: Mapping[str, object] | None) -> object:
-    func = _dotted(node.func)
+    func = dotted_name(node.func)
     if func in _DECIMALS and len(node.args) == 1 and not node.keywords:
         arg = fold(node.args[0], names)
         if isinstance(arg, int | str) and not isinstance(arg, bool):

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import ast
 from collections import Counter
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 
 MACHINERY_MODULES = ("_pytest", "pytest", "pluggy", "hypothesis.internal")
@@ -111,17 +111,24 @@ def _is_main_guard(node: ast.If) -> bool:
     )
 
 
+def dotted_name(node: ast.expr, aliases: Mapping[str, str] | None = None) -> str | None:
+    """``a.b.c`` for a chain of attributes on a name (None for anything else), the name
+    replaced by what it is an import alias of."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    root = (aliases or {}).get(node.id, node.id)
+    return ".".join([root, *reversed(parts)])
+
+
 def _int_constants(node: ast.expr) -> Iterator[int]:
     """Integer literals an operand of a comparison stands for (also inside tuples, sets...)."""
-    if isinstance(node, ast.Constant) and type(node.value) is int:
-        yield node.value
-    elif (
-        isinstance(node, ast.UnaryOp)
-        and isinstance(node.op, ast.USub)
-        and isinstance(node.operand, ast.Constant)
-        and type(node.operand.value) is int
-    ):
-        yield -node.operand.value
+    value = _int_value(node)
+    if value is not None:
+        yield value
     elif isinstance(node, ast.Tuple | ast.List | ast.Set):
         for element in node.elts:
             yield from _int_constants(element)
@@ -165,14 +172,7 @@ class _Visitor(ast.NodeVisitor):
 
     def dotted(self, node: ast.expr) -> str | None:
         """``a.b.c`` for a chain of attributes on a name, with import aliases resolved."""
-        parts = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        if not isinstance(node, ast.Name):
-            return None
-        root = self.aliases.get(node.id, node.id)
-        return ".".join([root, *reversed(parts)])
+        return dotted_name(node, self.aliases)
 
     # -- imports ----------------------------------------------------------------
 
