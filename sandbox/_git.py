@@ -343,15 +343,20 @@ NO_PROMPTS = {"GIT_TERMINAL_PROMPT": "0", "GIT_SSH_COMMAND": "ssh -o BatchMode=y
 
 
 def shown_url(url: str) -> str:
-    """``url`` for messages: without a password or token it may carry (``user:secret@``)."""
+    """``url`` for messages, without the secrets it may carry: a password (``user:secret@``)
+    anywhere, and over http(s) the user part too, since a token often stands there alone
+    (``https://TOKEN@host/...``); ``***`` marks what was left out."""
     parts = urlsplit(url)
-    if parts.password is None:
+    if parts.username is None and parts.password is None:
         return url
     host = parts.hostname or ""
-    netloc = f"{parts.username}@{host}" if parts.username else host
     if parts.port is not None:
-        netloc += f":{parts.port}"
-    return urlunsplit(parts._replace(netloc=netloc))
+        host += f":{parts.port}"
+    if parts.scheme in ("http", "https"):
+        user = "***"
+    else:
+        user = (parts.username or "") + (":***" if parts.password is not None else "")
+    return urlunsplit(parts._replace(netloc=f"{user}@{host}"))
 
 
 def fetch_from_url(repo: git.Repo, url: str, shas: list[str]) -> None:

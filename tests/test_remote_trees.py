@@ -109,8 +109,11 @@ def test_a_url_without_the_commit_or_unreachable_is_one_line_naming_it(
 
 def test_a_password_in_a_fetch_url_is_not_shown() -> None:
     assert shown_url("https://bot:s3cret@git.example:8443/o/r.git") == (
-        "https://bot@git.example:8443/o/r.git"
+        "https://***@git.example:8443/o/r.git"
     )
+    assert shown_url("https://ghp_T0KEN@git.example/o/r.git") == "https://***@git.example/o/r.git"
+    assert shown_url("ssh://git:pw@git.example/o/r.git") == "ssh://git:***@git.example/o/r.git"
+    assert shown_url("ssh://git@git.example/o/r.git") == "ssh://git@git.example/o/r.git"
     assert shown_url("file:///srv/r.git") == "file:///srv/r.git"
 
 
