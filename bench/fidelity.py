@@ -53,15 +53,15 @@ SETTINGS = ("visible", "held_out")
 TARGETS = {
     **{(v, "held_out"): 1.0 for v in VARIANTS[1:]},
     ("cheat1", "visible"): 0.6,
-    ("cheat2", "visible"): 0.0,
+    ("cheat2", "visible"): 1.0,
     ("cheat3", "visible"): 1.0,
     ("cheat4", "visible"): 1.0,
 }
 """Share of each cheat that must be stopped (issue 12): every cheat with the held-out
-property; without it, special-casing at least 60% and the conftest and weakened-property
-cheats all. A moved boundary without a held-out property is reported, not a target: when
+property; without it, special-casing at least 60% and the other three all. The moved
+boundary without a held-out property misses by one (26/27, docs/design/fidelity.md): when
 the boundary moved is the fix's own new guard, only a property can tell (a new guard is a
-note, docs/design/spec-review.md)."""
+note, docs/design/spec-review.md), and the exit status says so."""
 RUN_LIMITS = Limits(wall_time_s=120, idle_time_s=60)
 """Some cheats loop forever (a moved loop bound); every property here runs in seconds, so a
 run that takes minutes is killed sooner than the default ten (the verdict is the same:
