@@ -2,9 +2,10 @@
 
 Hypothesis makes broken versions of every input a user, an operator or an agent hands us: the
 contract (YAML and JSON), the operator configuration, rows JSONL, fixture manifests,
-quarantine lists, freeze records, tickets, the scorer protocol's request lines, and the
-arguments of every MCP tool (through the SDK's in-process client against a real server
-whose scorer is a fake: the scorer's own parsing is fuzzed through its request lines).
+quarantine lists, freeze records, tickets, held-out files, batch requests, the scorer
+protocol's request lines, and the arguments of every MCP tool (through the SDK's in-process
+client against a real server whose scorer is a fake: the scorer's own parsing is fuzzed
+through its request lines).
 
 The outcome is always one of: the input is accepted, a PatchwardenError whose message is one
 line, or (MCP) a tool error with a message. Anything else (a KeyError, a RecursionError,
@@ -38,7 +39,14 @@ from mcp import Client
 
 from patchwarden import PatchwardenError
 from patchwarden.sandbox import Limits, SandboxConfig
-from patchwarden.scorer import ScorerConfig, parse_contract, parse_rows, read_requests
+from patchwarden.scorer import (
+    HELD_OUT_FILE,
+    ScorerConfig,
+    load_held_out,
+    parse_contract,
+    parse_rows,
+    read_requests,
+)
 from patchwarden.scorer._fixtures import read_manifest
 from patchwarden.scorer._process import ScorerSession, _serve_requests
 from patchwarden.scorer.layers import _freeze
@@ -241,6 +249,16 @@ TICKET = {
     "approved_by": "r",
     "approved_at": "2026-01-02T00:00:00Z",
 }
+HELD_OUT = {
+    "seeds": [5, 7],
+    "properties": [
+        {
+            "id": "held.clamp_wide",
+            "oracle": "clamp stays in range",
+            "test": "test_held.py::test_clamp_wide",
+        }
+    ],
+}
 BATCH_REQUEST = {
     "id": "r1",
     "repo": "orders",
@@ -308,6 +326,21 @@ def test_ticket(scratch: Path, text: str) -> None:
     (scratch / "tickets").mkdir(exist_ok=True)
     _file(scratch / "tickets", "t1.json", text)
     one_line_or_nothing("ticket", lambda: read_ticket(scratch, "t1"))
+
+
+@pytest.fixture(scope="module")
+def held_out_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("fuzz-held-out")
+    (directory / "test_held.py").write_text("def test_clamp_wide():\n    pass\n")
+    return directory
+
+
+@FUZZ
+@given(text=documents(HELD_OUT))
+def test_held_out_file(held_out_dir: Path, text: str) -> None:
+    _file(held_out_dir, HELD_OUT_FILE, text)
+    contract = parse_contract(json.dumps(CONTRACT), "contract.json")
+    one_line_or_nothing("held-out file", lambda: load_held_out(held_out_dir, contract))
 
 
 @pytest.fixture(scope="module")
