@@ -42,10 +42,19 @@ PYTEST_FLAGS = ["-p", "no:cacheprovider", "-q"]
 WAYS = ("bare", "sandbox", "mcp")
 
 
-def _worktree(state: Path) -> Path:
-    sessions = list((state / "patchwarden" / "server" / "sessions").glob("*/worktree"))
+def _worktree(repo: Path) -> Path:
+    """The session's worktree: the one git worktree of the example besides its checkout
+    (it lives in the trees directory, docs/threat-model.md, not in the state directory)."""
+    listing = subprocess.run(
+        ["git", "-C", str(repo), "worktree", "list", "--porcelain"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    paths = [Path(line[9:]) for line in listing.splitlines() if line.startswith("worktree ")]
+    sessions = [p for p in paths if p.resolve() != repo.resolve()]
     if len(sessions) != 1:
-        raise SystemExit(f"expected one session worktree under {state}, found {sessions}")
+        raise SystemExit(f"expected one session worktree of {repo}, found {sessions}")
     return sessions[0]
 
 
@@ -78,10 +87,10 @@ def _sandboxed(tree: Path, tests: list[str]) -> float:
 
 
 async def _bench(rounds: int, tests: list[str], workdir: Path) -> dict[str, list[float]]:
-    _, config, env = build_demo(workdir)
+    repo, config, env = build_demo(workdir)
     times: dict[str, list[float]] = {way: [] for way in WAYS}
     async with Client(server_parameters(config, env, workdir), read_timeout_seconds=600) as client:
-        tree = _worktree(Path(env["XDG_STATE_HOME"]))
+        tree = _worktree(repo)
 
         async def through_mcp() -> float:
             started = time.perf_counter()
