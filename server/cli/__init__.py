@@ -1,6 +1,6 @@
 """The ``patchwarden`` command line: one click group per job, one error handler.
 
-    _gate       decide, score
+    _gate       decide, score (the command itself in _score, light: see _warm_client)
     _batch      score-batch (with _progress, the live line on stderr)
     _session    serve, demo
     _fixtures   fixtures pin|guard
@@ -12,58 +12,49 @@
     _contract   contract check|init
     _env        env build
 
-Every command runs through :func:`._base.run_guarded`: our errors are one line and
-exit 2, anything unexpected exits 70 with the traceback in a file (docs/design/errors.md).
+Each module is imported when its command runs (:class:`._lazy.LazyGroup`), so a light
+command (``score --warm``) does not load the scorer. Every command runs through
+:func:`._base.run_guarded`: our errors are one line and exit 2, anything unexpected exits 70
+with the traceback in a file (docs/design/errors.md).
 """
 
 from __future__ import annotations
 
 import click
 
-from . import (
-    _batch,
-    _contract,
-    _env,
-    _fixtures,
-    _freeze,
-    _gate,
-    _session,
-    _setup,
-    _sweep,
-    _verdicts,
-    _view,
+from ._lazy import LazyGroup
+
+COMMANDS = {
+    "decide": "._gate:decide_cmd",
+    "score": "._score:score_cmd",
+    "score-batch": "._batch:score_batch_cmd",
+    "serve": "._session:serve_cmd",
+    "demo": "._session:demo_cmd",
+    "fixtures": "._fixtures:fixtures_group",
+    "sweep": "._sweep:sweep_cmd",
+    "quarantine": "._sweep:quarantine_group",
+    "freeze": "._freeze:freeze_group",
+    "verdicts": "._verdicts:verdicts_group",
+    "view": "._view:view_cmd",
+    "doctor": "._setup:doctor_cmd",
+    "config": "._setup:config_group",
+    "contract": "._contract:contract_group",
+    "env": "._env:env_group",
+}
+
+
+@click.group(
+    cls=LazyGroup,
+    lazy_commands=COMMANDS,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
-from ._base import DECISION_EXIT, EXIT_INTERNAL, EXIT_USAGE, OneLineGroup
-
-
-@click.group(cls=OneLineGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="patchwarden")
 def cli() -> None:
     """patchwarden: trustworthy verdicts on patches written by coding agents."""
-
-
-for command in (
-    _gate.decide_cmd,
-    _gate.score_cmd,
-    _batch.score_batch_cmd,
-    _session.serve_cmd,
-    _session.demo_cmd,
-    _fixtures.fixtures_group,
-    _sweep.sweep_cmd,
-    _sweep.quarantine_group,
-    _freeze.freeze_group,
-    _verdicts.verdicts_group,
-    _view.view_cmd,
-    _setup.doctor_cmd,
-    _setup.config_group,
-    _contract.contract_group,
-    _env.env_group,
-):
-    cli.add_command(command)
 
 
 def main() -> None:
     cli(prog_name="patchwarden")
 
 
-__all__ = ["DECISION_EXIT", "EXIT_INTERNAL", "EXIT_USAGE", "cli", "main"]
+__all__ = ["COMMANDS", "cli", "main"]

@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, NoReturn
+from typing import Any, NoReturn
 
 import click
 
@@ -24,6 +24,9 @@ from patchwarden import PatchwardenError
 from patchwarden.sandbox import git_errors
 
 from ..config import OperatorConfig, load_config
+from ._oneline import OneLineCommand as OneLineCommand
+from ._oneline import OneLineGroup as OneLineGroup
+from ._oneline import OneLineUsageError as OneLineUsageError
 
 EXIT_ACCEPT = 0
 EXIT_REJECT = 1
@@ -107,55 +110,6 @@ def run_guarded(call: Callable[[], Any]) -> Any:
         raise
     except Exception as exc:
         internal_error(exc)
-
-
-class OneLineUsageError(click.UsageError):
-    """A usage error shown as one line (no usage block), exit 2."""
-
-    def show(self, file: IO[Any] | None = None) -> None:
-        click.echo(f"patchwarden: error: {self.format_message()}", err=True)
-
-
-def _one_line_usage(ctx: click.Context, exc: click.UsageError) -> OneLineUsageError:
-    if isinstance(exc, OneLineUsageError):
-        return exc
-    return OneLineUsageError(f"{ctx.command_path}: {exc.format_message()}")
-
-
-class OneLineCommand(click.Command):
-    """A command whose usage errors are one line and whose body runs guarded."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        try:
-            return super().parse_args(ctx, args)
-        except click.UsageError as exc:
-            raise _one_line_usage(ctx, exc) from None
-
-    def invoke(self, ctx: click.Context) -> Any:
-        return run_guarded(lambda: super(OneLineCommand, self).invoke(ctx))
-
-
-class OneLineGroup(click.Group):
-    """A group of OneLineCommands (and OneLineGroups)."""
-
-    command_class = OneLineCommand
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        try:
-            return super().parse_args(ctx, args)
-        except click.UsageError as exc:
-            raise _one_line_usage(ctx, exc) from None
-
-    def resolve_command(
-        self, ctx: click.Context, args: list[str]
-    ) -> tuple[str | None, click.Command | None, list[str]]:
-        try:
-            return super().resolve_command(ctx, args)
-        except click.UsageError as exc:
-            raise _one_line_usage(ctx, exc) from None
-
-
-OneLineGroup.group_class = OneLineGroup
 
 
 def emit_decision(decision: str, payload: dict[str, Any], note: str, as_json: bool) -> None:

@@ -1,4 +1,4 @@
-"""``patchwarden decide`` and ``patchwarden score``: the gate on saved rows, and a full score."""
+"""``patchwarden decide``, the gate on saved rows, and the body of ``patchwarden score``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import click
 from patchwarden.scorer import ScoreRequest, decide, load_contract, read_rows, review_note, score
 
 from ..config import load_config
-from ._base import OneLineCommand, config_option, emit_decision
+from ._base import OneLineCommand, emit_decision
 from ._progress import progress
 
 
@@ -25,31 +25,7 @@ def decide_cmd(parent_rows: Path, patch_rows: Path, contract_path: Path, as_json
     emit_decision(result.decision, result.to_json(), review_note(result), as_json)
 
 
-@click.command("score", cls=OneLineCommand)
-@click.option("--repo", type=click.Path(path_type=Path, file_okay=False), required=True)
-@click.option(
-    "--contract",
-    "contract",
-    required=True,
-    help="Contract path inside the repository (read from the parent commit).",
-)
-@click.option("--parent", required=True, help="Parent commit (any git revision).")
-@click.option("--patch", required=True, help="Patch commit (any git revision).")
-@click.option(
-    "--log-dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Where the evidence bundle goes (default: the config's scorer.log_dir).",
-)
-@click.option(
-    "--held-out",
-    "held_out",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Held-out properties: a directory outside the repository with held-out.yaml and "
-    "its tests (default: the config's scorer.held_out_dir).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the decision object.")
-@config_option
-def score_cmd(
+def run_score(
     repo: Path,
     contract: str,
     parent: str,
@@ -59,7 +35,8 @@ def score_cmd(
     as_json: bool,
     config_path: Path | None,
 ) -> None:
-    """Run the contract on both commits, decide, and write the evidence bundle."""
+    """The body of ``patchwarden score`` (the command is :mod:`._score`, light, so that
+    ``score --warm`` need not import this module): score in this process and exit."""
     config = load_config(config_path)
     scorer_config = config.scorer
     if log_dir is not None:
