@@ -10,6 +10,9 @@ and nothing may be left behind in the clone or the state directory.
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
 import subprocess
 from pathlib import Path
 
@@ -23,6 +26,7 @@ pytestmark = pytest.mark.bwrap
 PROCESSES = 8
 EXPECTED = {c["patch"]: c for c in json.loads((EXAMPLE / "expected.json").read_text())}
 EXIT = {"accept": 0, "reject": 1, "propose_freeze": 3}
+WARM_SCORE = ("patchwarden", "score", "--warm")
 PATCHES = ["patch-fix", "patch-regression", "patch-refactor", "patch-fix-docs"] * 2
 
 
@@ -84,3 +88,50 @@ def test_eight_concurrent_scores_all_give_their_verdicts(
     [clone] = [p for p in (scorer_state / "clones").iterdir() if p.is_dir()]
     assert git.Repo(clone).git.worktree("list").count("\n") == 0  # the bare clone alone
     assert [p.name for p in scorer_state.iterdir() if p.name.startswith("checkout-")] == []
+
+
+def test_eight_concurrent_warm_scores_start_one_scorer_and_all_give_their_verdicts(
+    example_repo: Path, tmp_path: Path, scorer_env: dict[str, str]
+) -> None:
+    """The same eight with ``--warm`` on a state directory with no warm scorer: they race to
+    start it, and under its lock exactly one starts; it answers all eight."""
+    state = tmp_path / "state"
+    env = {**scorer_env, "XDG_STATE_HOME": str(state)}
+    logs = tmp_path / "logs"
+    processes = [
+        subprocess.Popen(
+            [
+                *WARM_SCORE,
+                "--repo",
+                str(example_repo),
+                "--contract",
+                CONTRACT,
+                "--parent",
+                EXPECTED[patch]["parent"],
+                "--patch",
+                patch,
+                "--log-dir",
+                str(logs),
+                "--json",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for patch in PATCHES
+    ]
+    outputs = [process.communicate(timeout=900) for process in processes]
+    ids = set()
+    for patch, process, (stdout, stderr) in zip(PATCHES, processes, outputs, strict=True):
+        expected = EXPECTED[patch]
+        assert (process.returncode, stderr) == (EXIT[expected["decision"]], ""), patch
+        decision = json.loads(stdout)
+        assert {r["prop"]: r["reason"] for r in decision["results"]} == expected["results"]
+        ids.add(decision["verdict_id"])
+    index = [json.loads(line) for line in (logs / "verdicts.jsonl").read_text().splitlines()]
+    assert sorted(e["verdict_id"] for e in index) == sorted(ids) and len(ids) == PROCESSES
+    [log] = (state / "patchwarden" / "scorer" / "warm").glob("*.log")
+    started = re.findall(r"warm scorer (\d+): listening", log.read_text())
+    assert len(started) == 1
+    os.kill(int(started[0]), signal.SIGTERM)
