@@ -129,8 +129,7 @@ def handle(conn: socket.socket, key: str) -> None:
         if uid != os.getuid():
             raise Refused(f"uid {uid} may not use this scorer")
         argv, cwd, env = parse_request(_read_request(conn), key)
-        answer = run_score(argv, cwd, env)
-        _log(f"scored {' '.join(argv)!r}: exit {answer['exit']}")
+        answer = run_score(argv, cwd, env)  # not logged: thousands an hour would fill it
     except Refused as exc:
         _log(f"refused a request: {exc}")
         answer = {"error": str(exc)}
@@ -218,6 +217,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--config")
     args = parser.parse_args(argv)
     _warm_up(args.config)
+    os.chdir("/")  # hold no client's directory; each request enters its own
     listener = _listen(args.socket)
     _log(f"listening on {args.socket}")
     os.write(args.ready_fd, b"ready\n")
