@@ -1305,13 +1305,19 @@ def _undumpable():
 
 
 def _interpreter_dirs():
-    """The read-only directories the interpreter imports from (sys.path before the tree)."""
+    """The read-only directories the interpreter imports from (sys.path before the tree).
+
+    Read-only is what counts, not where: a runtime mounted under /tmp (a virtualenv in a
+    checkout there) is a read-only bind like /usr, while a directory this process may write
+    (the tmpfs /tmp, the home) could hold bytecode that product code planted."""
     dirs = []
     for entry in sys.path:
         if not entry or not os.path.isabs(entry):
             continue
         real = os.path.realpath(entry)
-        if real == TREE or real.startswith((TREE + os.sep, "/tmp/")) or not os.path.isdir(real):
+        if real == TREE or real.startswith(TREE + os.sep) or not os.path.isdir(real):
+            continue
+        if os.access(real, os.W_OK):
             continue
         dirs.append(real.rstrip("/") + "/")
     return tuple(dirs)
