@@ -192,11 +192,27 @@ def test_a_request_the_scorer_cannot_parse_is_refused_and_it_keeps_serving(
     os.getuid() != 0 or shutil.which("setpriv") is None, reason="needs root and setpriv"
 )
 def test_only_our_uid_reaches_the_warm_scorer(
-    example_repo: Path, tmp_path: Path, warm_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    example_repo: Path,
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    warm_env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """As another uid: the private directory stops it; opened up on purpose, SO_PEERCRED does."""
-    _score(example_repo, tmp_path / "logs", warm_env, "patch-fix", "--warm")  # it runs
-    monkeypatch.setenv("XDG_STATE_HOME", warm_env["XDG_STATE_HOME"])
+    # A scorer of its own, started here with a long idle time: one left by another test may
+    # have been started with a short one and be gone before the second probe connects.
+    # A short directory name: the probe connects by path (at most 107 bytes).
+    state = tmp_path_factory.mktemp("ws")
+    env = {**warm_env, "XDG_STATE_HOME": str(state)}
+    try:
+        _score(example_repo, tmp_path / "logs", env, "patch-fix", "--warm", "--warm-idle", "600")
+        _probe_as_nobody(env, monkeypatch)
+    finally:
+        _stop(state)
+
+
+def _probe_as_nobody(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", env["XDG_STATE_HOME"])
     place = locate(None)
     assert place is not None
     assert place.directory.stat().st_mode & 0o777 == 0o700
@@ -223,8 +239,9 @@ def test_only_our_uid_reaches_the_warm_scorer(
             path.chmod(mode | stat.S_IXOTH)
         place.directory.chmod(0o701)
         place.socket.chmod(0o666)
-        answer = subprocess.run(as_nobody, capture_output=True, text=True).stdout
-        assert json.loads(answer) == {"error": "uid 65534 may not use this scorer"}
+        done = subprocess.run(as_nobody, capture_output=True, text=True)
+        assert done.stdout, done.stderr
+        assert json.loads(done.stdout) == {"error": "uid 65534 may not use this scorer"}
     finally:
         for path, mode in closed:
             path.chmod(mode)
