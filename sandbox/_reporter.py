@@ -366,6 +366,15 @@ class Reporter:
         self.seen_tampered = set()
         self.module_globals = {}  # property module name -> (module, {global: value})
 
+    def pytest_addoption(self, parser):
+        # pytest's unittest support asks for --pdb and --trace on every TestCase item
+        # (_pytest.unittest, _pytest.debugging.maybe_wrap_pytest_function_for_tracing);
+        # the debugging plugin declares them, and the scorer blocks that plugin, so without
+        # these every unittest-style property failed on both trees. Declared off.
+        if MODE == "scorer":
+            parser.addoption("--pdb", dest="usepdb", action="store_true", default=False)
+            parser.addoption("--trace", dest="trace", action="store_true", default=False)
+
     def _prop_of(self, item):
         """The property a collected item checks: its node id, a parametrized case of it,
         or a canary (by file and function)."""

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.bwrap
 
 PROPS = textwrap.dedent(
     """
-    import os, random, sys, time
+    import os, random, sys, time, unittest
     import pytest
 
     def test_ok(contract_seed):
@@ -62,6 +62,17 @@ PROPS = textwrap.dedent(
 
     def test_after_exit():
         pass
+
+
+    class WindowTests(unittest.TestCase):
+        def setUp(self):
+            self.items = [1, 2, 3]
+
+        def test_len(self):
+            self.assertEqual(len(self.items), 3)
+
+        def test_wrong(self):
+            self.assertEqual(len(self.items), 4)
     """
 )
 
@@ -126,6 +137,24 @@ def test_each_misbehaviour_in_one_process_is_a_fail(tree: Path) -> None:
     )
     assert got["prop.missing"] == ("fail", "prop.missing|NotRun|tests/test_props.py::test_missing")
     assert [r.prop for r in run.records] == [f"prop.{n}" for n in names]
+
+
+def test_unittest_test_case_methods_run_as_properties(tree: Path) -> None:
+    # The scorer blocks pytest's debugging plugin, whose options pytest's unittest support
+    # reads on every TestCase item: unittest-style suites (more-itertools is one) failed on
+    # both trees with "no attribute 'trace'" until the runner declared them.
+    targets = [
+        PropertyTarget(prop="prop.len", node_id="tests/test_props.py::WindowTests::test_len"),
+        PropertyTarget(prop="prop.wrong", node_id="tests/test_props.py::WindowTests::test_wrong"),
+    ]
+    run = run_properties(tree, targets, 11, SandboxConfig())
+    assert run.complete and run.forged == []
+    got = statuses(run)
+    assert got["prop.len"] == ("pass", "")
+    assert got["prop.wrong"] == (
+        "fail",
+        f"prop.wrong|AssertionError|tests/test_props.py:{line_of('len(self.items), 4')}",
+    )
 
 
 def test_os_exit_zero_leaves_rows_missing_not_passing(tree: Path) -> None:
