@@ -30,45 +30,40 @@ WARM_SCORE = ("patchwarden", "score", "--warm")
 PATCHES = ["patch-fix", "patch-regression", "patch-refactor", "patch-fix-docs"] * 2
 
 
-def test_eight_concurrent_scores_all_give_their_verdicts(
-    example_repo: Path, tmp_path: Path, scorer_env: dict[str, str]
-) -> None:
-    env = {**scorer_env, "XDG_STATE_HOME": str(tmp_path / "state")}  # no clone yet: they race
-    logs = tmp_path / "logs"
+def _score_all(command: tuple[str, ...], repo: Path, logs: Path, env: dict[str, str]) -> list[dict]:
+    """Start ``command`` once per patch of PATCHES, all at once; each one's decision, after
+    checking its exit status, its empty stderr and its per-property reasons."""
+
+    def argv(patch: str) -> list[str]:
+        return [*command, "--repo", str(repo), "--contract", CONTRACT,
+                "--parent", EXPECTED[patch]["parent"], "--patch", patch,
+                "--log-dir", str(logs), "--json"]  # fmt: skip
+
     processes = [
         subprocess.Popen(
-            [
-                "patchwarden",
-                "score",
-                "--repo",
-                str(example_repo),
-                "--contract",
-                CONTRACT,
-                "--parent",
-                EXPECTED[patch]["parent"],
-                "--patch",
-                patch,
-                "--log-dir",
-                str(logs),
-                "--json",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
+            argv(patch), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
         )
         for patch in PATCHES
     ]
     outputs = [process.communicate(timeout=900) for process in processes]
-    verdicts = {}
+    decisions = []
     for patch, process, (stdout, stderr) in zip(PATCHES, processes, outputs, strict=True):
         expected = EXPECTED[patch]
         assert (process.returncode, stderr) == (EXIT[expected["decision"]], ""), patch
         decision = json.loads(stdout)
         assert decision["decision"] == expected["decision"]
         assert {r["prop"]: r["reason"] for r in decision["results"]} == expected["results"]
-        verdicts[decision["verdict_id"]] = decision
+        decisions.append(decision)
+    return decisions
 
+
+def test_eight_concurrent_scores_all_give_their_verdicts(
+    example_repo: Path, tmp_path: Path, scorer_env: dict[str, str]
+) -> None:
+    env = {**scorer_env, "XDG_STATE_HOME": str(tmp_path / "state")}  # no clone yet: they race
+    logs = tmp_path / "logs"
+    decisions = _score_all(("patchwarden", "score"), example_repo, logs, env)
+    verdicts = {decision["verdict_id"]: decision for decision in decisions}
     assert len(verdicts) == PROCESSES  # eight distinct verdict ids
     lines = (logs / "verdicts.jsonl").read_text().splitlines()
     index = [json.loads(line) for line in lines]
@@ -98,37 +93,7 @@ def test_eight_concurrent_warm_scores_start_one_scorer_and_all_give_their_verdic
     state = tmp_path / "state"
     env = {**scorer_env, "XDG_STATE_HOME": str(state)}
     logs = tmp_path / "logs"
-    processes = [
-        subprocess.Popen(
-            [
-                *WARM_SCORE,
-                "--repo",
-                str(example_repo),
-                "--contract",
-                CONTRACT,
-                "--parent",
-                EXPECTED[patch]["parent"],
-                "--patch",
-                patch,
-                "--log-dir",
-                str(logs),
-                "--json",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        for patch in PATCHES
-    ]
-    outputs = [process.communicate(timeout=900) for process in processes]
-    ids = set()
-    for patch, process, (stdout, stderr) in zip(PATCHES, processes, outputs, strict=True):
-        expected = EXPECTED[patch]
-        assert (process.returncode, stderr) == (EXIT[expected["decision"]], ""), patch
-        decision = json.loads(stdout)
-        assert {r["prop"]: r["reason"] for r in decision["results"]} == expected["results"]
-        ids.add(decision["verdict_id"])
+    ids = {decision["verdict_id"] for decision in _score_all(WARM_SCORE, example_repo, logs, env)}
     index = [json.loads(line) for line in (logs / "verdicts.jsonl").read_text().splitlines()]
     assert sorted(e["verdict_id"] for e in index) == sorted(ids) and len(ids) == PROCESSES
     [log] = (state / "patchwarden" / "scorer" / "warm").glob("*.log")

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import pty
-import select
 import subprocess
 from pathlib import Path
 
@@ -14,6 +12,7 @@ import pytest
 
 from patchwarden.scorer import contract_skeleton, match_test_id, parse_contract
 from tests._git_repos import commit, init_repo, operator_config, patchwarden
+from tests._terminal import run_on_terminal
 from tests.conftest import CONTRACT
 
 MODULE = "def double(n):\n    return n * 2 if n < 5 else n * 2 + 1  # the bug\n"
@@ -103,32 +102,12 @@ def test_check_prints_property_by_seed_and_warns_about_always_passing(
 def test_a_terminal_gets_a_live_progress_line(small: dict[str, object]) -> None:
     """stderr a terminal: one line redrawn with the runs done of the total and the last seed
     (the test above shows a pipe gets nothing)."""
-    primary, secondary = pty.openpty()
-    try:
-        proc = subprocess.run(
-            ["patchwarden", "contract", "check", "--repo", str(small["repo"]), "--base", "good",
-             "--config", str(small["config"])],
-            stdout=subprocess.PIPE,
-            stderr=secondary,
-            text=True,
-            env={**small["env"], "COLUMNS": "120"},  # type: ignore[dict-item]
-            timeout=300,
-            check=False,
-        )  # fmt: skip
-        os.close(secondary)
-        drawn = b""
-        while select.select([primary], [], [], 0.5)[0]:
-            try:
-                chunk = os.read(primary, 65536)
-            except OSError:  # the terminal is gone once the child has closed it
-                break
-            if not chunk:
-                break
-            drawn += chunk
-    finally:
-        os.close(primary)
+    proc, text = run_on_terminal(
+        ["patchwarden", "contract", "check", "--repo", str(small["repo"]), "--base", "good",
+         "--config", str(small["config"])],
+        env={**small["env"], "COLUMNS": "120"},  # type: ignore[dict-item]
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stdout
-    text = drawn.decode("utf-8", "replace")
     assert "contract check" in text and "2/2" in text, text
     assert "base seed" in text
 

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import pty
-import select
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests._terminal import run_on_terminal
 from tests.conftest import BUNDLE_FILES, EXAMPLE
 
 pytestmark = pytest.mark.bwrap
@@ -131,31 +130,11 @@ def test_a_second_run_resumes_without_scoring_again(batch: dict) -> None:
 
 
 def test_progress_is_drawn_on_a_terminal_only(batch: dict, scorer_env: dict[str, str]) -> None:
-    primary, secondary = pty.openpty()
-    try:
-        proc = subprocess.run(
-            ["patchwarden", "score-batch", str(batch["requests"]), "--log-dir", str(batch["logs"])],
-            stdout=subprocess.PIPE,
-            stderr=secondary,
-            text=True,
-            env={**scorer_env, "COLUMNS": "120"},
-            timeout=300,
-            check=False,
-        )
-        os.close(secondary)
-        drawn = b""
-        while select.select([primary], [], [], 0.5)[0]:
-            try:
-                chunk = os.read(primary, 65536)
-            except OSError:  # the terminal is gone once the child has closed it
-                break
-            if not chunk:
-                break
-            drawn += chunk
-    finally:
-        os.close(primary)
+    proc, text = run_on_terminal(
+        ["patchwarden", "score-batch", str(batch["requests"]), "--log-dir", str(batch["logs"])],
+        env={**scorer_env, "COLUMNS": "120"},
+    )
     assert proc.returncode == 0
-    text = drawn.decode("utf-8", "replace")
     assert "scoring" in text and "7/7" in text, text
     assert "resumed" in text  # the summary line
     assert "scoring" not in batch["second"].stderr  # not a terminal: no progress line
