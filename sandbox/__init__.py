@@ -39,6 +39,7 @@ from ._git import (
     resolve_commit,
     run_git,
     scratch_clone,
+    working_files,
 )
 from ._launch import launch, mounted_host_paths, prepare_writable_tree, tree_path_inside
 from ._layout import ImportLayout, detect_layout
@@ -121,4 +122,5 @@ __all__ = [
     "scratch_clone",
     "tree_path_inside",
     "trees_dir",
+    "working_files",
 ]

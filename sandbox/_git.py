@@ -98,6 +98,13 @@ def repo_root(repo: Path) -> Path:
     return Path(top).resolve()
 
 
+def working_files(root: Path) -> list[str]:
+    """The files of ``root``'s working tree that git tracks or would track (untracked and
+    not ignored), relative to it: what a contract may name, without a virtualenv's."""
+    out = run_git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    return sorted({name for name in out.split("\0") if name})
+
+
 def resolve_commit(repo_path: Path, ref: str) -> str:
     """The full sha of ``ref`` in the repository at ``repo_path``."""
     repo = open_repo(repo_path)

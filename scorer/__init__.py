@@ -47,6 +47,7 @@ from ._fixtures import (
     pin_fixtures,
     read_manifest,
 )
+from ._guard_tests import bare_name, guards_for
 from ._held_out import HELD_OUT_FILE, HeldOut, load_held_out
 from ._process import serve_scorer, verdict_summary
 from ._score import RunProgress, ScoreRequest, Verdict, restore_from_parent, score
@@ -151,6 +152,7 @@ __all__ = [
     "VerdictBundle",
     "append_line",
     "approve_ticket",
+    "bare_name",
     "base_is_broken",
     "boundary_changes",
     "check_contract",
@@ -167,6 +169,7 @@ __all__ = [
     "find_suspicious",
     "freeze_check",
     "guard_fixtures",
+    "guards_for",
     "in_flight",
     "list_tickets",
     "load_contract",

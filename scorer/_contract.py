@@ -8,7 +8,7 @@ errors that name the file and, where the parser knows it, the line.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -135,14 +135,30 @@ class Contract(BaseModel):
         return list(dict.fromkeys([*paths, *fixtures]))
 
 
+TODO_ORACLE = "TODO: what must hold, in one sentence, for a reviewer"
 DEFAULT_SEEDS = (11, 29, 47)
 """The schedule a new contract starts with (three seeds: enough to see a split result)."""
 
 
-def contract_skeleton(tests: Sequence[str], seeds: Sequence[int] = DEFAULT_SEEDS) -> str:
-    """A commented contract naming one property per pytest node id in ``tests``; it loads
-    as it is (``parse_contract``) and says what to review before it is committed."""
+def contract_skeleton(
+    tests: Sequence[str],
+    seeds: Sequence[int] = DEFAULT_SEEDS,
+    guards: Mapping[str, Sequence[str]] | None = None,
+) -> str:
+    """A commented contract naming one property per pytest node id in ``tests``, and one
+    regression guard per test of ``guards`` (function name -> its tests, from
+    ``guards_for``); it loads as it is (``parse_contract``) and says what to review before
+    it is committed."""
     props = [Property(id=_property_id(test, i), test=test) for i, test in enumerate(tests)]
+    guarded = [(name, test) for name, found in (guards or {}).items() for test in found]
+    props += [
+        Property(
+            id=_property_id(test, len(props) + i, prefix="guard"),
+            oracle=f"the project's test of {name} still passes",
+            test=test,
+        )
+        for i, (name, test) in enumerate(guarded)
+    ]
     ids = [p.id for p in props]
     props = [
         p if ids.count(p.id) == 1 else p.model_copy(update={"id": f"{p.id}_{i + 1}"})
@@ -171,19 +187,29 @@ def contract_skeleton(tests: Sequence[str], seeds: Sequence[int] = DEFAULT_SEEDS
         "",
         "properties:",
     ]
-    for prop in props:
+    for number, prop in enumerate(props):
+        if number == len(tests):
+            lines += [
+                "",
+                "  # Regression guards: the project's own tests of the functions named with",
+                "  # --guards-for. They pass on the base (`contract check` shows it), so a patch",
+                "  # that fixes the bug by breaking what they try is a regression reject.",
+            ]
+        oracle = json.dumps(prop.oracle) if prop.oracle else f'""  # {TODO_ORACLE}'
         lines += [
             f"  - id: {json.dumps(prop.id)}",
-            '    oracle: ""  # TODO: what must hold, in one sentence, for a reviewer',
+            f"    oracle: {oracle}",
             f"    test: {json.dumps(prop.test)}",
         ]
     return "\n".join(lines) + "\n"
 
 
-def _property_id(test: str, index: int) -> str:
-    name = test.rsplit("::", 1)[-1].split("[", 1)[0].removeprefix("test_")
+def _property_id(test: str, index: int, prefix: str = "prop") -> str:
+    parts = test.split("::")[1:] or [test]
+    parts[-1] = parts[-1].split("[", 1)[0].removeprefix("test_")
+    name = "_".join(parts) if prefix == "guard" else parts[-1]
     name = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name).strip("_")
-    return f"prop.{name or index + 1}"
+    return f"{prefix}.{name or index + 1}"
 
 
 def parse_contract(text: str, where: str) -> Contract:

@@ -203,3 +203,122 @@ def test_init_writes_a_skeleton_that_loads_and_never_overwrites(tmp_path: Path) 
     assert missing.returncode == 0
     assert "warning: nope.py does not exist yet" in missing.stderr
     assert json.dumps("nope.py::t") in (tmp_path / "repo" / "c3.yaml").read_text()
+
+
+GUARDED_MODULE = (
+    "def clamp(x, low=0):\n    return low if x < low else x\n\n\ndef other():\n    return 1\n"
+)
+GUARDED_SUITE = """\
+import unittest
+
+from mathlib import clamp, other
+
+
+def test_clamp_low():
+    assert clamp(-1) == 0
+
+
+def test_other():
+    assert other() == 1
+
+
+class ClampTests(unittest.TestCase):
+    def setUp(self):
+        self.low = 0
+
+    def test_keeps(self):
+        self.assertEqual(clamp(5), 5)
+
+    def test_setup(self):  # a class named after clamp: every test method guards it
+        self.assertEqual(self.low, 0)
+
+
+class TestMisc:
+    def test_uses(self):
+        assert clamp(2) == 2
+
+    def test_unrelated(self):
+        assert True
+"""
+GUARDED_BUG = (
+    "from mathlib import clamp\n\n\ndef test_clamp_high():\n    assert clamp(9, high=5) == 5\n"
+)
+
+
+@pytest.mark.bwrap
+def test_init_adds_the_projects_tests_of_a_function_as_guards_that_pass_on_the_base(
+    tmp_path: Path,
+) -> None:
+    repo = init_repo(tmp_path / "repo")
+    commit(
+        repo,
+        {
+            "mathlib.py": GUARDED_MODULE,
+            "tests/test_clamp.py": GUARDED_SUITE,
+            "tests/properties/test_bug.py": GUARDED_BUG,
+        },
+        "a project with its own tests and a property for a bug",
+    )
+    root = str(tmp_path / "repo")
+    bug = "tests/properties/test_bug.py::test_clamp_high"
+    proc = patchwarden(
+        "contract", "init", "--repo", root, "--test", bug,
+        "--guards-for", "clamp", "--guards-for", "mathlib.other",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    written = (tmp_path / "repo" / CONTRACT).read_text()
+    contract = parse_contract(written, CONTRACT)
+    # The property itself names clamp too, and is not repeated as a guard.
+    assert [(p.id, p.test, p.oracle) for p in contract.properties] == [
+        ("prop.clamp_high", bug, ""),
+        ("guard.clamp_low", "tests/test_clamp.py::test_clamp_low",
+         "the project's test of clamp still passes"),
+        ("guard.ClampTests_keeps", "tests/test_clamp.py::ClampTests::test_keeps",
+         "the project's test of clamp still passes"),
+        ("guard.ClampTests_setup", "tests/test_clamp.py::ClampTests::test_setup",
+         "the project's test of clamp still passes"),
+        ("guard.TestMisc_uses", "tests/test_clamp.py::TestMisc::test_uses",
+         "the project's test of clamp still passes"),
+        ("guard.other", "tests/test_clamp.py::test_other",
+         "the project's test of mathlib.other still passes"),
+    ]  # fmt: skip
+    assert contract.spec_paths == ["tests/properties/test_bug.py", "tests/test_clamp.py"]
+    assert "# Regression guards:" in written
+    assert proc.stdout.splitlines()[1:] == [
+        "guards for clamp: 4 tests (tests/test_clamp.py::test_clamp_low, "
+        "tests/test_clamp.py::ClampTests::test_keeps, tests/test_clamp.py::ClampTests::test_setup"
+        ", ...)",
+        "guards for mathlib.other: 1 tests (tests/test_clamp.py::test_other)",
+        f"next: fill in each oracle, commit the contract with the property tests, then run "
+        f"`patchwarden contract check --repo {root}`",
+    ]
+    # On the base, in the sandbox: every guard is collected (a TestCase method too) and passes
+    # on every seed; the property fails.
+    commit(repo, {}, "the contract")
+    config = operator_config(tmp_path / "config.yaml", state=tmp_path / "state",
+                             logs=tmp_path / "logs")  # fmt: skip
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "xdg")}
+    check = patchwarden(
+        "contract", "check", "--repo", root, "--base", "main", "--config", str(config), env=env
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    rows = {line.split()[0]: line.split()[1:] for line in check.stdout.splitlines() if line}
+    for prop in contract.properties[1:]:
+        assert rows[prop.id] == ["pass", "pass", "pass"], check.stdout
+    assert rows["prop.clamp_high"][0] == "fail:"
+
+
+def test_init_refuses_a_guards_for_name_no_test_names(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    commit(repo, {"mathlib.py": GUARDED_MODULE, "tests/test_clamp.py": GUARDED_SUITE}, "tests")
+    root = str(tmp_path / "repo")
+    proc = patchwarden(
+        "contract", "init", "--repo", root, "--test", "tests/test_clamp.py::test_other",
+        "--guards-for", "Version.bump",
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        "patchwarden: error: --guards-for Version.bump: no test function or method in the "
+        "repository's test files names 'bump'\n"
+    )
+    assert not (tmp_path / "repo" / CONTRACT).exists()

@@ -8,15 +8,17 @@ from pathlib import Path
 
 import click
 
-from patchwarden.sandbox import PropertyRun, repo_root
+from patchwarden.sandbox import PropertyRun, repo_root, working_files
 from patchwarden.scorer import (
     DEFAULT_CONTRACT_PATH,
     ContractCheck,
     ContractError,
     InputError,
     Property,
+    bare_name,
     check_contract,
     contract_skeleton,
+    guards_for,
     normalise_witness,
 )
 
@@ -130,13 +132,23 @@ def _report(result: ContractCheck) -> str:
     help="A property's pytest node id (path::name, relative to the repository); repeat it.",
 )
 @click.option(
+    "--guards-for",
+    "guards",
+    multiple=True,
+    metavar="NAME",
+    help="Add the project's own tests of this function (or Class.method) as regression "
+    "guards: every test function or method of the repository's test files that names it; "
+    "repeat it.",
+)
+@click.option(
     "--contract",
     default=DEFAULT_CONTRACT_PATH,
     show_default=True,
     help="Where to write the contract, relative to the repository.",
 )
-def init_cmd(repo: Path, tests: tuple[str, ...], contract: str) -> None:
-    """Write a commented contract skeleton with one property per --test. Never overwrites."""
+def init_cmd(repo: Path, tests: tuple[str, ...], guards: tuple[str, ...], contract: str) -> None:
+    """Write a commented contract skeleton with one property per --test (and one regression
+    guard per test of each --guards-for function). Never overwrites."""
     root = repo_root(repo)
     repeated = sorted({t for t in tests if tests.count(t) > 1})
     if repeated:
@@ -158,13 +170,23 @@ def init_cmd(repo: Path, tests: tuple[str, ...], contract: str) -> None:
         path = test.split("::", 1)[0]
         if not (root / path).is_file():
             click.echo(f"warning: {path} does not exist yet in {root}", err=True)
+    found = guards_for(root, working_files(root), list(dict.fromkeys(guards)), exclude=tests)
+    for name, named in found.items():
+        if not named:
+            raise InputError(
+                f"--guards-for {name}: no test function or method in the repository's test "
+                f"files names {bare_name(name)!r}"
+            )
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
         with os.fdopen(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644), "w") as out:
-            out.write(contract_skeleton(tests))
+            out.write(contract_skeleton(tests, guards=found))
     except FileExistsError:
         raise ContractError("already exists; not overwritten", where=str(target)) from None
     click.echo(f"wrote {target}")
+    for name, named in found.items():
+        click.echo(f"guards for {name}: {len(named)} tests ({', '.join(named[:3])}"
+                   + (", ..." if len(named) > 3 else "") + ")")  # fmt: skip
     click.echo(
         "next: fill in each oracle, commit the contract with the property tests, then run "
         f"`patchwarden contract check --repo {repo}`"
