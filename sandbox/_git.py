@@ -351,18 +351,19 @@ NO_PROMPTS = {"GIT_TERMINAL_PROMPT": "0", "GIT_SSH_COMMAND": "ssh -o BatchMode=y
 
 def shown_url(url: str) -> str:
     """``url`` for messages, without the secrets it may carry: a password (``user:secret@``)
-    anywhere, and over http(s) the user part too, since a token often stands there alone
-    (``https://TOKEN@host/...``); ``***`` marks what was left out."""
+    anywhere, and the user part too, since a token may stand there alone
+    (``https://TOKEN@host/...``, ``ssh://TOKEN@host/...``), except ssh's conventional
+    ``git`` account; ``***`` marks what was left out."""
     parts = urlsplit(url)
     if parts.username is None and parts.password is None:
         return url
     host = parts.hostname or ""
     if parts.port is not None:
         host += f":{parts.port}"
-    if parts.scheme in ("http", "https"):
-        user = "***"
+    if parts.username == "git" and parts.scheme not in ("http", "https"):
+        user = "git" + (":***" if parts.password is not None else "")
     else:
-        user = (parts.username or "") + (":***" if parts.password is not None else "")
+        user = "***"
     return urlunsplit(parts._replace(netloc=f"{user}@{host}"))
 
 

@@ -114,6 +114,9 @@ def test_a_password_in_a_fetch_url_is_not_shown() -> None:
     assert shown_url("https://ghp_T0KEN@git.example/o/r.git") == "https://***@git.example/o/r.git"
     assert shown_url("ssh://git:pw@git.example/o/r.git") == "ssh://git:***@git.example/o/r.git"
     assert shown_url("ssh://git@git.example/o/r.git") == "ssh://git@git.example/o/r.git"
+    # A token alone in an ssh URL's user part is a secret like any other.
+    assert shown_url("ssh://glpat-T0KEN@git.example/o/r.git") == "ssh://***@git.example/o/r.git"
+    assert shown_url("ssh://deploy:pw@git.example:22/o/r.git") == "ssh://***@git.example:22/o/r.git"
     assert shown_url("file:///srv/r.git") == "file:///srv/r.git"
 
 
