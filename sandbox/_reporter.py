@@ -1018,11 +1018,9 @@ def _arm(channel_fd, signer_ident, signer_code, interpreter_dirs):
         return f"{code.co_filename}:{asked.f_lineno} ({code.co_name})"
 
     def site(frame):
-        """Where, without the line: what the parent's runs are compared on."""
-        asked = asker(frame)
-        if asked is None:
-            return "no Python caller"
-        return f"{asked.f_code.co_filename} ({asked.f_code.co_name})"
+        """Where an observation was made (file:line (function)): the scorer compares it,
+        with the line's text, to the parent's observations."""
+        return where(frame)
 
     def judge(event, facts, frame):
         """What to do: None (let it happen), ("refuse", detail, where) or another action

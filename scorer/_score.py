@@ -21,7 +21,7 @@ import importlib.util
 import itertools
 import os
 import threading
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -266,31 +266,61 @@ def _runtime_tampering(runs: dict[tuple[str, int], PropertyRun]) -> list[str]:
 
 
 def _forgeries(
-    runs: dict[tuple[str, int], PropertyRun], changed: Collection[str] = ()
+    runs: dict[tuple[str, int], PropertyRun], sources: Sequence[SourceChange] = ()
 ) -> list[str]:
     """Every reason a run's channel cannot be believed, for the `forged` check, and the
-    introspection the runner observed in code the patch changed (``changed``: the patch's
-    added or modified non-test Python files). The project's unchanged code may read frames
-    or rename code objects (jinja2 does); code the patch wrote may not."""
+    introspection the runner observed in code the patch changed (``sources``: the patch's
+    added or modified non-test Python files, with both texts).
+
+    The project's own code may read frames or rename code objects (jinja2 does; a copy of
+    ``collections.namedtuple`` reads its caller's globals). An observation in a changed file
+    counts unless the parent's runs made the same one (event, file, function) at a line of
+    the same text: the patch changed the file, not that line. A read the patch adds, moves
+    into other code or rewrites counts. (Reusing a frame an unchanged line returns needs
+    frame attributes in the patch's own code, which `suspicious` reports.)"""
     found = [
         f"{name} seed {seed}: {line}"
         for (name, seed), run in sorted(runs.items())
         for line in run.forged
     ]
+    texts = {s.path: (s.parent, s.patch) for s in sources if s.patch is not None}
+    before = {
+        seen
+        for (name, _), run in runs.items()
+        if split_run_name(name)[1] == "parent"
+        for line in run.observed
+        if (seen := _observation(line, texts, side=0)) is not None
+    }
     found += [
         f"{name} seed {seed}: {line}, in code the patch changed"
         for (name, seed), run in sorted(runs.items())
         if split_run_name(name)[1] == "patch"
         for line in run.observed
-        if _observed_in(line, changed)
+        if (seen := _observation(line, texts, side=1)) is not None
+        and (not seen[3] or seen not in before)  # a line we cannot read is never excused
     ]
     return found
 
 
-def _observed_in(line: str, changed: Collection[str]) -> bool:
-    """Whether an observation (``... from PATH (function)``) is in one of ``changed``."""
-    path = line.rsplit(" from ", 1)[-1].rsplit(" (", 1)[0]
-    return any(path == rel or path.endswith("/" + rel) for rel in changed)
+def _observation(
+    line: str, texts: Mapping[str, tuple[str | None, str | None]], side: int
+) -> tuple[str, str, str, str] | None:
+    """(event, file, function, text of the line) of an observation (``EVENT from
+    PATH:LINE (FUNCTION)``) made in one of the changed files ``texts`` (path -> parent and
+    patch text; ``side`` picks the tree the run read), or None when it is elsewhere."""
+    event, _, where = line.rpartition(" from ")
+    place, _, function = where.rpartition(" (")
+    path, _, number = place.rpartition(":")
+    if not number.isdigit():
+        path, number = place, "0"
+    rel = next((r for r in texts if path == r or path.endswith("/" + r)), None)
+    if rel is None:
+        return None
+    text = texts[rel][side] or ""
+    lines = text.splitlines()
+    at = int(number)
+    code = lines[at - 1].strip() if 0 < at <= len(lines) else ""
+    return (event, rel, function.removesuffix(")"), code)
 
 
 def _read_text(tree: Path, rel: str) -> str | None:
@@ -774,7 +804,7 @@ def finish_score(
             ),
             before.quarantine,
             before.suspicious,
-            check_forged(_forgeries(runs, {s.path for s in before.sources if s.patch is not None})),
+            check_forged(_forgeries(runs, before.sources)),
         ]
         decision = final_decision(
             combine_decisions([gate.decision, *(g.decision for g in gates.values())]), scorecard

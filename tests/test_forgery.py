@@ -113,17 +113,50 @@ def _run_observing(*observed: str) -> PropertyRun:
 
 def test_the_scorer_rejects_introspection_in_code_the_patch_changed() -> None:
     from patchwarden.scorer._score import _forgeries
+    from patchwarden.scorer.checks import SourceChange
 
-    project = "object.__getattr__ .tb_frame from /workspace/src/jinja2/debug.py (rewrite)"
-    patch = "sys._getframe from /workspace/orders/__init__.py (_climb)"
+    project = "object.__getattr__ .tb_frame from /workspace/src/jinja2/debug.py:40 (rewrite)"
+    patch = "sys._getframe from /workspace/orders/__init__.py:2 (_climb)"
     runs = {
         ("parent", 11): _run_observing(),
         ("patch", 11): _run_observing(project, patch),
     }
-    changed = {"orders/__init__.py", "orders/total.py"}
+    climb = "def _climb():\n    return sys._getframe(3)\n"
+    changed = [
+        SourceChange(path="orders/__init__.py", parent=None, patch=climb),
+        SourceChange(path="orders/total.py", parent="x = 1\n", patch="x = 2\n"),
+    ]
     # The project's unchanged code may read frames (jinja2 does); the patch's may not.
     assert _forgeries(runs, changed) == [f"patch seed 11: {patch}, in code the patch changed"]
-    assert _forgeries(runs, {"orders/total.py"}) == []
+    assert _forgeries(runs, changed[1:]) == []
+
+
+def test_a_frame_read_the_parent_made_on_the_same_line_is_the_projects_not_the_patchs() -> None:
+    """An honest fix to a function that reads its caller's frame (boltons' namedtuple, a
+    copy of the standard library's) is not a forgery: the parent's runs read it on a line
+    of the same text. A read the patch adds to that function, or rewrites, still is."""
+    from patchwarden.scorer._score import _forgeries
+    from patchwarden.scorer.checks import SourceChange
+
+    parent_text = "def nt(name):\n    m = sys._getframe(1).f_globals\n    return m\n"
+    fixed = "def nt(name):\n    if not name:\n        raise ValueError\n" + parent_text[14:]
+    added = fixed.replace("    return m\n", "    up = sys._getframe(4)\n    return m\n")
+    rewritten = fixed.replace("_getframe(1)", "_getframe(5)")
+    read = "sys._getframe from /workspace/pkg/nt.py:{} (nt)"
+    parent = {("parent", 11): _run_observing(read.format(2))}
+
+    def forged(patch_text: str, *lines: int) -> list[str]:
+        runs = {**parent, ("patch", 11): _run_observing(*(read.format(n) for n in lines))}
+        return _forgeries(
+            runs, [SourceChange(path="pkg/nt.py", parent=parent_text, patch=patch_text)]
+        )
+
+    assert forged(fixed, 4) == []  # the same line, moved down by the fix
+    assert forged(added, 4, 5) == [f"patch seed 11: {read.format(5)}, in code the patch changed"]
+    assert forged(rewritten, 4) == [f"patch seed 11: {read.format(4)}, in code the patch changed"]
+    assert forged(fixed, 40) == [  # a line the scorer cannot read is never excused
+        f"patch seed 11: {read.format(40)}, in code the patch changed"
+    ]
 
 
 def test_canaries_must_come_back_exactly(secret: RunSecret) -> None:
