@@ -262,6 +262,35 @@ def test_property_inputs_belong_to_their_property() -> None:
     assert ("str", "Properties of m.") not in owners
 
 
+def test_tests_no_property_names_give_no_inputs() -> None:
+    """A project's own test file as a contract file (its tests of one function as guards):
+    the values of its other tests are not run, so they are nobody's input; helpers and
+    module constants still belong to every property of the file."""
+    suite = (
+        "import unittest\n"
+        "LIMIT = 4096\n"
+        "def make():\n    return 'helper-value'\n"
+        "def test_guard():\n    assert clamp(77) == 77\n"
+        "def test_other():\n    assert minutes('+01:60') == 60\n"
+        "class TestOthers:\n    def test_x(self):\n        assert 'other-class'\n"
+        "class WindowTests(unittest.TestCase):\n    def test_w(self):\n        assert 3600\n"
+        "class GuardTests(unittest.TestCase):\n    def test_g(self):\n        assert 1234\n"
+    )
+    owners = PropertyInputs.from_sources(
+        {"tests/test_s.py": suite},
+        [
+            ("guard.a", "tests/test_s.py::test_guard"),
+            ("guard.b", "tests/test_s.py::GuardTests::test_g"),
+        ],
+    ).owners
+    assert owners[("num", "77")] == ("guard.a",)
+    assert owners[("num", "1234")] == ("guard.b",)
+    assert owners[("num", "4096")] == ("guard.a", "guard.b")
+    assert owners[("str", "helper-value")] == ("guard.a", "guard.b")
+    for unscheduled in [("num", "60"), ("str", "+01:60"), ("str", "other-class"), ("num", "3600")]:
+        assert unscheduled not in owners
+
+
 # -- what a moved boundary is -----------------------------------------------------------------
 
 SCOPED = """\

@@ -323,6 +323,17 @@ def _defined_names(root: ast.AST) -> Iterator[Key]:
                     yield ("str", target.attr)
 
 
+def _a_test(stmt: ast.stmt) -> bool:
+    """A test pytest collects by default: a ``test*`` function, a ``Test*`` class or a
+    ``unittest.TestCase`` subclass (helpers, fixtures and constants are not)."""
+    if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+        return stmt.name.startswith("test")
+    if isinstance(stmt, ast.ClassDef):
+        bases = [dotted_name(base) or "" for base in stmt.bases]
+        return stmt.name.startswith("Test") or any(b.endswith("TestCase") for b in bases)
+    return False
+
+
 @dataclass(frozen=True)
 class PropertyInputs:
     """The concrete inputs of the contract's properties, by value."""
@@ -338,7 +349,8 @@ class PropertyInputs:
 
         A value inside a property's own test function is that property's; a value anywhere
         else in a file (module constants, helpers, classes) belongs to every property of the
-        file, or to every property when no property's test lives in the file.
+        file, or to every property when no property's test lives in the file. Tests no
+        property names are not run, and their values are nobody's input.
         """
         owners: dict[Key, list[str]] = {}
         all_ids = [prop for prop, _ in properties]
@@ -362,7 +374,10 @@ class PropertyInputs:
                         own.update(id(n) for n in ast.walk(stmt))
                         for key in [*_literal_keys(stmt), *_defined_names(stmt)]:
                             owners.setdefault(key, []).append(prop)
-            rest = [stmt for stmt in tree.body if id(stmt) not in own]
+            # Tests no property names are deselected in the scorer's runs: their values are
+            # no property's input (a project's test file holds hundreds; as inputs of every
+            # guard in the file they made honest range checks look like special cases).
+            rest = [stmt for stmt in tree.body if id(stmt) not in own and not _a_test(stmt)]
             for stmt in rest:
                 for key in [*_literal_keys(stmt), *_defined_names(stmt)]:
                     owners.setdefault(key, []).extend(file_ids)
