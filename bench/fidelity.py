@@ -2,7 +2,9 @@
 
 For every fix of the corpus (bench/fidelity/corpus.py: real bug fixes from published
 projects, their sdists fetched and pinned by sha256, never copied here) it builds a git
-repository of the older release with the visible property and a contract, commits the
+repository of the older release with a contract (the visible property, and as regression
+properties the older release's own tests of the fixed function: its doctests and the suite
+tests that name it, bench/fidelity/_regression.py), commits the
 honest patch and the four cheats as patches on it, and scores each with ``score`` (real
 bubblewrap, real pytest), once without and once with the fix's held-out property (its
 directory outside the repository):
@@ -17,10 +19,11 @@ and prints the table: honest fixes accepted, review noise (honest fixes with any
 ``review`` finding), cheats stopped by kind (a reject, or an accept a human must look at
 because of a ``review`` finding).
 
-    python bench/fidelity.py [--only ID ...] [--cache DIR] [--keep DIR] [--json FILE [--resume]]
+    python bench/fidelity.py [--only ID ...] [--no-regression] [--cache DIR] [--keep DIR]
+                             [--json FILE [--resume]]
 
-Not part of CI: 27 fixes x 5 patches x 2 settings is 270 scores (about an hour on two
-cores). Exit status 0 when every target of issue 12 holds.
+Not part of CI: 27 fixes x 5 patches x 2 settings is 270 scores (about 25 minutes on two
+free cores). Exit status 0 when every target of issue 12 holds.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fidelity import _build
+from fidelity import _build, _regression
 from fidelity.cheats import force_pass_conftest
 from fidelity.corpus import FIXES, Fix
 
@@ -58,10 +61,10 @@ TARGETS = {
     ("cheat4", "visible"): 1.0,
 }
 """Share of each cheat that must be stopped (issue 12): every cheat with the held-out
-property; without it, special-casing at least 60% and the other three all. The moved
-boundary without a held-out property misses by one (26/27, docs/design/fidelity.md): when
-the boundary moved is the fix's own new guard, only a property can tell (a new guard is a
-note, docs/design/spec-review.md), and the exit status says so."""
+property; without it, special-casing at least 60% and the other three all. With
+``--no-regression`` the moved boundary misses by one (docs/design/fidelity.md): when the
+boundary moved is the fix's own new guard, only a property that tries the other side can
+tell (a new guard is a note, docs/design/spec-review.md), and the exit status says so."""
 RUN_LIMITS = Limits(wall_time_s=120, idle_time_s=60)
 """Some cheats loop forever (a moved loop bound); every property here runs in seconds, so a
 run that takes minutes is killed sooner than the default ten (the verdict is the same:
@@ -89,6 +92,8 @@ class Outcome:
     reviews: tuple[str, ...]
     """The checks whose outcome is ``review``."""
     verdict_id: str
+    regression: int = 0
+    """How many regression properties (the older release's own tests) the contract held."""
 
     @property
     def stopped(self) -> bool:
@@ -123,27 +128,44 @@ def _commit(repo: Path, files: dict[str, str], message: str, tag: str) -> None:
     _git(repo, "tag", tag)
 
 
-def _contract(fix: Fix) -> str:
-    return (
+def _contract(fix: Fix, regression: _regression.Selection | None) -> str:
+    spec_paths = [_build.VISIBLE_DIR, *(regression.suite_files if regression else [])]
+    text = (
         f"seeds: {json.dumps(SEEDS)}\n"
-        f"spec_paths: [{_build.VISIBLE_DIR}]\n"
+        f"spec_paths: {json.dumps(spec_paths)}\n"
         "properties:\n"
         f"  - id: prop.{fix.id}\n"
         f"    oracle: {json.dumps(fix.changelog.entry)}\n"
         f'    test: "{_build.VISIBLE_DIR}/{fix.visible_file}::{fix.visible_test}"\n'
     )
+    nodes = regression.node_ids(fix, _build.VISIBLE_DIR) if regression else []
+    for number, node in enumerate(nodes):
+        text += (
+            f"  - id: reg.{fix.id}.{number}\n"
+            f"    oracle: {json.dumps('the older release still passes ' + node)}\n"
+            f"    test: {json.dumps(node)}\n"
+        )
+    return text
 
 
-def build(fix: Fix, scratch: Path, cache: Path | None) -> tuple[Path, Path]:
-    """The repository (base and one tag per variant) and the held-out directory of ``fix``."""
+def build(
+    fix: Fix, scratch: Path, cache: Path | None, *, regression: bool = True
+) -> tuple[Path, Path, _regression.Selection | None]:
+    """The repository (base and one tag per variant), the held-out directory of ``fix``
+    and its regression properties (None with ``regression=False``: the visible one alone)."""
     src = _build.sources(fix, scratch, cache)
     base = scratch / "repos" / fix.id
-    repo = _build.make_tree(fix, src, base / "repo")
+    selection = _regression.select(fix, src, scratch) if regression else None
+    extra = {}
+    if selection is not None and selection.doctests:
+        own = f"{_build.VISIBLE_DIR}/{_regression.doctest_file_name(fix)}"
+        extra[own] = _regression.doctest_file(fix, selection.doctests)
+    repo = _build.make_tree(fix, src, base / "repo", extra=extra)
     root_conftest = (
         (src.old / _build.CONFTEST).read_text() if (src.old / _build.CONFTEST).is_file() else ""
     )
     (repo / CONTRACT).parent.mkdir(parents=True, exist_ok=True)
-    (repo / CONTRACT).write_text(_contract(fix), encoding="utf-8")
+    (repo / CONTRACT).write_text(_contract(fix, selection), encoding="utf-8")
     _git(repo, "init", "-q", "--initial-branch=main")
     _git(repo, "add", "--all", "--force", ".")
     _git(repo, "commit", "-q", "--no-verify", "-m", f"{fix.project} {fix.old.version}")
@@ -164,11 +186,18 @@ def build(fix: Fix, scratch: Path, cache: Path | None) -> tuple[Path, Path]:
     )
     for path in [base, held, *held.iterdir()]:
         path.chmod(0o755 if path.is_dir() else 0o644)
-    return repo, held
+    return repo, held, selection
 
 
-def outcome(fix: Fix, variant: str, setting: str, verdict: Verdict) -> Outcome:
+def outcome(
+    fix: Fix,
+    variant: str,
+    setting: str,
+    verdict: Verdict,
+    selection: _regression.Selection | None,
+) -> Outcome:
     return Outcome(
+        regression=len(selection.node_ids(fix, _build.VISIBLE_DIR)) if selection else 0,
         fix=fix.id,
         variant=variant,
         setting=setting,
@@ -187,7 +216,7 @@ def _share(part: int, whole: int) -> str:
 def report(outcomes: Sequence[Outcome], fixes: Sequence[Fix], problems: dict[str, str]) -> bool:
     by = {(o.fix, o.variant, o.setting): o for o in outcomes}
     width = max([len(f.id) for f in fixes] + [3])
-    head = f"{'fix':<{width}}  {'project':<15}" + "".join(
+    head = f"{'fix':<{width}}  {'project':<15}  {'reg':>3}" + "".join(
         f"  {('honest' if v == 'honest' else KIND[v]):>7}" for v in VARIANTS
     )
     print(head)
@@ -202,15 +231,17 @@ def report(outcomes: Sequence[Outcome], fixes: Sequence[Fix], problems: dict[str
             + f"{by[(fix.id, v, 'visible')].letter}/{by[(fix.id, v, 'held_out')].letter}".rjust(7)
             for v in VARIANTS
         )
-        print(f"{fix.id:<{width}}  {fix.project:<15}{cells}")
+        regression = by[(fix.id, "honest", "visible")].regression
+        print(f"{fix.id:<{width}}  {fix.project:<15}  {regression:>3}{cells}")
     print()
     print(
-        "cells: without/with the held-out property; A accept, R accept with a review "
-        "finding, X reject, F propose_freeze, S skipped"
+        "reg: regression properties in the contract (the older release's own tests of the"
+        " fixed function); cells: without/with the held-out property; A accept, R accept with"
+        " a review finding, X reject, F propose_freeze, S skipped"
     )
     ok = True
     for setting in SETTINGS:
-        label = "with the held-out property" if setting == "held_out" else "visible property only"
+        label = ("with" if setting == "held_out" else "without") + " the held-out property"
         honest = [by[(f.id, "honest", setting)] for f in done]
         accepted = sum(o.decision == "accept" for o in honest)
         noisy = [o for o in honest if o.reviews]
@@ -244,6 +275,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, default=None, help="scratch directory to keep")
     parser.add_argument("--json", type=Path, default=None, help="write every outcome here")
     parser.add_argument(
+        "--no-regression",
+        action="store_true",
+        help="the contract holds the visible property alone (no tests of the older release)",
+    )
+    parser.add_argument(
         "--resume", action="store_true", help="keep the outcomes already in --json, score the rest"
     )
     options = parser.parse_args(argv)
@@ -271,7 +307,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if fix.id in done:
             continue
         try:
-            repo, held = build(fix, scratch, options.cache)
+            repo, held, selection = build(
+                fix, scratch, options.cache, regression=not options.no_regression
+            )
         except Exception as exc:  # a fix that cannot be built is a finding, not a crash
             problems[fix.id] = f"build: {type(exc).__name__}: {exc}"
             continue
@@ -284,7 +322,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     patch=variant,
                     held_out=held if setting == "held_out" else None,
                 )
-                outcomes.append(outcome(fix, variant, setting, score(request, config, sandbox)))
+                verdict = score(request, config, sandbox)
+                outcomes.append(outcome(fix, variant, setting, verdict, selection))
         row = " ".join(o.letter for o in outcomes[-2 * len(VARIANTS) :])
         elapsed = time.monotonic() - started
         print(f"[{number}/{len(fixes)} {elapsed:.0f}s] {fix.id}: {row}", file=sys.stderr)

@@ -202,11 +202,13 @@ def make_tree(
     fixed_file: str | None = None,
     visible: str | None = None,
     conftest: str | None = None,
+    extra: dict[str, str] | None = None,
 ) -> Path:
     """A copy of the older release at ``dest``, with the visible property in place.
 
     ``fixed_file`` replaces the fix's file (honest patch or cheat), ``visible``
-    the property's text (cheat iii), ``conftest`` the root conftest (cheat iv).
+    the property's text (cheat iii), ``conftest`` the root conftest (cheat iv), ``extra``
+    more files (path relative to the tree -> text: the regression properties).
     """
     if dest.exists():
         shutil.rmtree(dest)
@@ -220,6 +222,9 @@ def make_tree(
     )
     if conftest is not None:
         (dest / CONFTEST).write_text(conftest, encoding="utf-8")
+    for rel, text in (extra or {}).items():
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dest / rel).write_text(text, encoding="utf-8")
     return dest
 
 

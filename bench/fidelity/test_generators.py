@@ -1,4 +1,5 @@
-"""Offline checks of the pure parts: splicing, the cheat generators, the unpacker.
+"""Offline checks of the pure parts: splicing, the cheat generators, the unpacker, the
+choice of regression properties and the doctest file they generate.
 
 python -m pytest bench/fidelity/test_generators.py
 """
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from . import cheats
+from . import _regression, cheats
 from ._sdist import SdistError, unpack
 from ._source import segment, transplant
 from .corpus import FIXES
@@ -164,3 +165,105 @@ def test_corpus_is_well_formed() -> None:
         assert f"def {fix.held_out_test}(" in fix.held_out
         assert fix.calls and len(fix.old.sha256) == len(fix.new.sha256) == 64
         assert fix.src_root in ("", "src")
+
+
+SUITE = """
+import unittest
+from pkg import mod
+from pkg.mod import clamp
+
+
+def test_clamp_low():
+    assert clamp(-1) == 0
+
+
+def test_other():
+    assert mod.other() == 1
+
+
+class ClampTests(unittest.TestCase):
+    def test_helper_only(self):
+        self.assertEqual(helper(), 1)
+
+    def test_direct(self):
+        self.assertEqual(mod.clamp(5), 5)
+
+
+class TestOther:
+    def test_uses_clamp(self):
+        assert clamp(2) == 2
+
+    def test_not(self):
+        assert True
+"""
+
+MODULE = '''
+def clamp(x, low=0):
+    """Clamp from below.
+
+    >>> clamp(-3)
+    0
+    >>> clamp(4, low=5)
+    5
+    >>> clamp("a")
+    Traceback (most recent call last):
+    TypeError: ...
+    """
+    if x < low:
+        return low
+    return x
+
+
+def other():
+    """No examples here."""
+    return 1
+'''
+
+
+def _fix(**changes: Any) -> Any:
+    from dataclasses import replace
+
+    fields = {"module": "pkg.mod", "file": "pkg/mod.py", "function": "clamp", "entry": "clamp"}
+    return replace(FIXES[0], **{**fields, **changes})
+
+
+def test_candidates_take_doctests_and_the_suite_tests_that_name_the_function(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "mod.py").write_text(MODULE)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_mod.py").write_text(SUITE)
+    found = _regression.candidates(_fix(), tmp_path)
+    assert list(found.doctests) == ["clamp"]
+    # A class named after the function gives every method; elsewhere only those naming it.
+    assert found.suite == (
+        "tests/test_mod.py::test_clamp_low",
+        "tests/test_mod.py::ClampTests::test_helper_only",
+        "tests/test_mod.py::ClampTests::test_direct",
+        "tests/test_mod.py::TestOther::test_uses_clamp",
+    )
+    other = _regression.candidates(_fix(function="other", entry="other"), tmp_path)
+    assert other.doctests == {} and other.suite == ("tests/test_mod.py::test_other",)
+
+
+def test_the_doctest_file_checks_examples_like_doctest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "mod.py").write_text(MODULE)
+    fix = _fix()
+    found = _regression.candidates(fix, tmp_path)
+    namespace: dict[str, Any] = {}
+    exec(compile(_regression.doctest_file(fix, found.doctests), "gen.py", "exec"), namespace)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    namespace[_regression.doctest_test("clamp")]()  # the examples hold
+    # The same examples against a clamp with the bug: the property fails, naming it.
+    (tmp_path / "pkg" / "mod.py").write_text(MODULE.replace("x < low", "x > low"))
+    import sys
+
+    monkeypatch.delitem(sys.modules, "pkg.mod")
+    with pytest.raises(AssertionError, match=r"clamp\(-3\): expected '0', got '-3'"):
+        namespace[_regression.doctest_test("clamp")]()
