@@ -288,7 +288,7 @@ def test_init_adds_the_projects_tests_of_a_function_as_guards_that_pass_on_the_b
         "guards for clamp: 4 tests (tests/test_clamp.py::test_clamp_low, "
         "tests/test_clamp.py::ClampTests::test_keeps, tests/test_clamp.py::ClampTests::test_setup"
         ", ...)",
-        "guards for mathlib.other: 1 tests (tests/test_clamp.py::test_other)",
+        "guards for mathlib.other: 1 test (tests/test_clamp.py::test_other)",
         f"next: fill in each oracle, commit the contract with the property tests, then run "
         f"`patchwarden contract check --repo {root}`",
     ]

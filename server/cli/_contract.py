@@ -185,8 +185,8 @@ def init_cmd(repo: Path, tests: tuple[str, ...], guards: tuple[str, ...], contra
         raise ContractError("already exists; not overwritten", where=str(target)) from None
     click.echo(f"wrote {target}")
     for name, named in found.items():
-        click.echo(f"guards for {name}: {len(named)} tests ({', '.join(named[:3])}"
-                   + (", ..." if len(named) > 3 else "") + ")")  # fmt: skip
+        shown = ", ".join(named[:3]) + (", ..." if len(named) > 3 else "")
+        click.echo(f"guards for {name}: {len(named)} test{'s' * (len(named) != 1)} ({shown})")
     click.echo(
         "next: fill in each oracle, commit the contract with the property tests, then run "
         f"`patchwarden contract check --repo {repo}`"
