@@ -313,7 +313,8 @@ def _observation(
     path, _, number = place.rpartition(":")
     if not number.isdigit():
         path, number = place, "0"
-    rel = next((r for r in texts if path == r or path.endswith("/" + r)), None)
+    matches = [r for r in texts if path == r or path.endswith("/" + r)]
+    rel = max(matches, key=len, default=None)  # pkg/a.py, not a.py, for /workspace/pkg/a.py
     if rel is None:
         return None
     text = texts[rel][side] or ""

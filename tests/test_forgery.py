@@ -157,6 +157,11 @@ def test_a_frame_read_the_parent_made_on_the_same_line_is_the_projects_not_the_p
     assert forged(fixed, 40) == [  # a line the scorer cannot read is never excused
         f"patch seed 11: {read.format(40)}, in code the patch changed"
     ]
+    # With a changed nt.py at the root too, /workspace/pkg/nt.py is pkg/nt.py's line.
+    runs = {**parent, ("patch", 11): _run_observing(read.format(4))}
+    other = SourceChange(path="nt.py", parent="a\nb\n", patch="a\nb\nc\nd\n")
+    mine = SourceChange(path="pkg/nt.py", parent=parent_text, patch=fixed)
+    assert _forgeries(runs, [other, mine]) == []
 
 
 def test_canaries_must_come_back_exactly(secret: RunSecret) -> None:
