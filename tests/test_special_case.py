@@ -275,18 +275,23 @@ def test_tests_no_property_names_give_no_inputs() -> None:
         "class TestOthers:\n    def test_x(self):\n        assert 'other-class'\n"
         "class WindowTests(unittest.TestCase):\n    def test_w(self):\n        assert 3600\n"
         "class GuardTests(unittest.TestCase):\n    def test_g(self):\n        assert 1234\n"
+        "class TestBase:\n    def helper(self):\n        return 'from-the-base'\n"
+        "class TestReal(TestBase):\n    def test_r(self):\n        assert self.helper()\n"
     )
     owners = PropertyInputs.from_sources(
         {"tests/test_s.py": suite},
         [
             ("guard.a", "tests/test_s.py::test_guard"),
             ("guard.b", "tests/test_s.py::GuardTests::test_g"),
+            ("guard.c", "tests/test_s.py::TestReal::test_r"),
         ],
     ).owners
     assert owners[("num", "77")] == ("guard.a",)
     assert owners[("num", "1234")] == ("guard.b",)
-    assert owners[("num", "4096")] == ("guard.a", "guard.b")
-    assert owners[("str", "helper-value")] == ("guard.a", "guard.b")
+    assert owners[("num", "4096")] == ("guard.a", "guard.b", "guard.c")
+    assert owners[("str", "helper-value")] == ("guard.a", "guard.b", "guard.c")
+    # A test class a property's class inherits from runs with it: its values are inputs.
+    assert owners[("str", "from-the-base")] == ("guard.a", "guard.b", "guard.c")
     for unscheduled in [("num", "60"), ("str", "+01:60"), ("str", "other-class"), ("num", "3600")]:
         assert unscheduled not in owners
 

@@ -334,6 +334,22 @@ def _a_test(stmt: ast.stmt) -> bool:
     return False
 
 
+def _unscheduled_tests(owned: Sequence[ast.stmt], rest: Sequence[ast.stmt]) -> list[ast.stmt]:
+    """The tests among ``rest`` (statements no property owns) that nothing else in the file
+    uses: a ``TestBase`` a property's class inherits from, or a test function a helper
+    calls, runs with the property and stays an input."""
+    tests = [stmt for stmt in rest if _a_test(stmt)]
+    kept = [*owned, *(stmt for stmt in rest if not _a_test(stmt))]
+    used: set[str] = set()
+    while True:
+        used.update(n.id for stmt in kept for n in ast.walk(stmt) if isinstance(n, ast.Name))
+        reached = [stmt for stmt in tests if getattr(stmt, "name", "") in used]
+        if not reached:
+            return tests
+        kept += reached
+        tests = [stmt for stmt in tests if stmt not in reached]
+
+
 @dataclass(frozen=True)
 class PropertyInputs:
     """The concrete inputs of the contract's properties, by value."""
@@ -377,7 +393,10 @@ class PropertyInputs:
             # Tests no property names are deselected in the scorer's runs: their values are
             # no property's input (a project's test file holds hundreds; as inputs of every
             # guard in the file they made honest range checks look like special cases).
-            rest = [stmt for stmt in tree.body if id(stmt) not in own and not _a_test(stmt)]
+            owned = [stmt for stmt in tree.body if id(stmt) in own]
+            rest = [stmt for stmt in tree.body if id(stmt) not in own]
+            for stmt in _unscheduled_tests(owned, rest):
+                rest.remove(stmt)
             for stmt in rest:
                 for key in [*_literal_keys(stmt), *_defined_names(stmt)]:
                     owners.setdefault(key, []).extend(file_ids)
