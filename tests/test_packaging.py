@@ -114,3 +114,36 @@ def test_the_view_renders_from_the_wheel(wheel_venv: Path, tmp_path: Path) -> No
     assert done.returncode == 0, done.stderr
     assert "No verdicts yet" in (out / "index.html").read_text()
     assert ".badge" in (out / "view.css").read_text()
+
+
+def test_every_imported_distribution_is_declared() -> None:
+    """A module our code imports but pyproject does not declare works here only because some
+    other dependency happens to bring it."""
+    import ast
+    import re
+    import tomllib
+    from importlib.metadata import packages_distributions
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    requirements = [*project["dependencies"]]
+    for extra in project["optional-dependencies"].values():
+        requirements += extra
+    declared = {re.split(r"[<>=!~\[ ;]", r, maxsplit=1)[0].lower() for r in requirements}
+    distributions = packages_distributions()
+    undeclared = set()
+    for folder in ("package", "server", "scorer", "sandbox", "configs"):
+        for path in (ROOT / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+                if isinstance(node, ast.Import):
+                    tops = [alias.name.split(".")[0] for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    tops = [node.module.split(".")[0]]
+                else:
+                    continue
+                for top in tops:
+                    if top in sys.stdlib_module_names or top == "patchwarden":
+                        continue
+                    names = {d.lower() for d in distributions.get(top, [top])}
+                    if not names & declared:
+                        undeclared.add(f"{path.relative_to(ROOT)}: {top}")
+    assert sorted(undeclared) == []
