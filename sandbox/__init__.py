@@ -42,7 +42,7 @@ from ._git import (
     working_files,
 )
 from ._launch import launch, mounted_host_paths, prepare_writable_tree, tree_path_inside
-from ._layout import ImportLayout, detect_layout
+from ._layout import MACHINERY_NAMES, TEST_MACHINERY, ImportLayout, detect_layout
 from ._pytest_runner import (
     AgentRun,
     PropertyRecord,
@@ -59,7 +59,9 @@ from ._trees import default_trees_dir, new_tree_parent, trees_dir
 
 __all__ = [
     "HOOKLESS",
+    "MACHINERY_NAMES",
     "NONE_BACKEND_WARNING",
+    "TEST_MACHINERY",
     "TREE_MOUNT",
     "AgentRun",
     "BuiltEnv",

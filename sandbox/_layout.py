@@ -29,10 +29,17 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+TEST_MACHINERY = ("pytest", "_pytest", "pluggy", "hypothesis")
+"""The packages the trusted runner imports before the tree is importable. Its twin is
+``MACHINERY`` in sandbox/_reporter.py, a program that cannot import this one;
+tests/test_reporter.py holds the two equal."""
+
 MACHINERY_NAMES = frozenset(
-    {"pytest", "_pytest", "pluggy", "hypothesis", "sitecustomize", "usercustomize"}
+    {*TEST_MACHINERY, "_hypothesis_pytestplugin", "sitecustomize", "usercustomize"}
 )
-"""Names the shadowing check owns (a tree module by these names is a finding of its own)."""
+"""Names the shadowing check owns (a tree module by these names is a finding of its own):
+the test machinery, the Hypothesis plugin the runner loads and the interpreter's startup
+hooks."""
 
 NAMESPACE_DEPTH = 3
 """How deep a namespace directory under an import root is searched for packages."""

@@ -28,7 +28,7 @@ from ._runtime import python_runtime
 from ._supervise import ProcessResult
 
 REPORTER_SOURCE = (Path(__file__).with_name("_reporter.py")).read_text(encoding="utf-8")
-SENTINEL = "__patchwarden_sentinel__"
+SENTINEL = "__patchwarden_sentinel__"  # = SENTINEL in _reporter.py (tests/test_reporter.py)
 CHANNEL_READ_BYTES = 65536
 CHANNEL_MAX_BYTES = 16 * 1024 * 1024  # far above any honest run's records; bounds a flood
 TESTS_DIR_MOUNT = "/property-tests"

@@ -42,8 +42,8 @@ import signal
 import sys
 import time
 
-SENTINEL = "__patchwarden_sentinel__"
-MACHINERY = ("pytest", "_pytest", "pluggy", "hypothesis")
+SENTINEL = "__patchwarden_sentinel__"  # = _pytest_runner.SENTINEL (tests/test_reporter.py)
+MACHINERY = ("pytest", "_pytest", "pluggy", "hypothesis")  # = _layout.TEST_MACHINERY
 AGENT_TEXT_CHARS = 4000  # enough of a traceback to act on, bounded per test
 SECRET_KEY_BYTES = 32  # the HMAC key comes first on the secret descriptor, then b"\n" + JSON
 SIGNER_START_S = 30.0  # the signer reads a few hundred bytes; this only bounds a broken start

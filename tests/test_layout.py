@@ -260,9 +260,8 @@ def test_a_root_through_a_symlink_is_refused(tmp_path: Path) -> None:
 
 
 def test_machinery_and_stdlib_names_are_not_project_packages(tmp_path: Path) -> None:
-    tree = make_tree(
-        tmp_path, {"src/json/__init__.py": "", "src/pytest.py": "", "src/mine/__init__.py": ""}
-    )
+    names = ["src/json/__init__.py", "src/pytest.py", "src/_hypothesis_pytestplugin.py"]
+    tree = make_tree(tmp_path, {name: "" for name in [*names, "src/mine/__init__.py"]})
     assert detect_layout(tree).packages == ("mine",)
 
 

@@ -15,23 +15,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from patchwarden.sandbox import MACHINERY_NAMES
+
 from ..gate import Decision, GateResult, Reason, one_line
 from ._spec_review import boundary_changes
 from ._special_case import PropertyInputs, special_cases
 from ._suspicious import new_suspicious
 
 Outcome = Literal["pass", "review", "reject"]
-MACHINERY_NAMES = frozenset(
-    {
-        "pytest",
-        "_pytest",
-        "hypothesis",
-        "pluggy",
-        "sitecustomize",
-        "usercustomize",
-        "_hypothesis_pytestplugin",
-    }
-)
 
 
 class Check(BaseModel):

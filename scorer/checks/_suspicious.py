@@ -32,8 +32,10 @@ from collections import Counter
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 
-MACHINERY_MODULES = ("_pytest", "pytest", "pluggy", "hypothesis.internal")
-MACHINERY_NAMES = frozenset({"_pytest", "pytest", "pluggy", "hypothesis"})
+from patchwarden.sandbox import TEST_MACHINERY
+
+MACHINERY_MODULES = (*(m for m in TEST_MACHINERY if m != "hypothesis"), "hypothesis.internal")
+"""What product code must not reach into (Hypothesis's public API is fine, its internals not)."""
 HARD_EXITS = frozenset({"os._exit", "os.abort", "posix._exit", "posix.abort"})
 IMPORT_EXITS = frozenset({"sys.exit", "exit", "quit", "builtins.exit", "builtins.quit"})
 FRAME_CALLS = frozenset(
@@ -351,7 +353,7 @@ class _Visitor(ast.NodeVisitor):
                     self.add(node, "seed-literal", f"compares with the contract seed {value}")
         if any(isinstance(op, ast.In | ast.NotIn) for op in node.ops):
             left = node.left
-            if isinstance(left, ast.Constant) and left.value in MACHINERY_NAMES:
+            if isinstance(left, ast.Constant) and left.value in TEST_MACHINERY:
                 self.add(node, "machinery-access", f"asks whether {left.value} is loaded")
         self.generic_visit(node)
 
