@@ -30,7 +30,6 @@ import git
 
 from patchwarden.sandbox import (
     ImportLayout,
-    PropertyRecord,
     PropertyRun,
     PropertyTarget,
     SandboxConfig,
@@ -53,7 +52,6 @@ from ._contract import (
 )
 from ._errors import ContractError, InputError
 from ._faults import pause_point
-from ._fixtures import guard_fixtures, read_manifest
 from ._groups import (
     RunGroup,
     combine_decisions,
@@ -67,28 +65,21 @@ from ._groups import (
 from ._held_out import HeldOut, load_held_out
 from ._pinning import Pinning, Submit, pin_boundaries
 from .checks import (
-    PYPROJECT,
     Change,
     Check,
-    PropertyInputs,
+    PlanContext,
+    ScoreContext,
     SourceChange,
-    check_contract_tampered,
-    check_differential,
-    check_fixture_drifted,
-    check_forged,
     check_lines,
-    check_oracle_pin,
-    check_quarantine,
-    check_shadowing,
-    check_spec_review,
-    check_suspicious,
-    check_test_tampering,
     final_decision,
+    fixture_drifts,
     matches,
     property_inputs_in,
     remove_bytecode,
     restore_from_parent,
-    tree_entries,
+    run_before_runs,
+    run_scorecard,
+    snapshot,
     under,
 )
 from .executors import (
@@ -102,8 +93,8 @@ from .executors import (
     tree_digest,
 )
 from .gate import Decision, GateResult, Reason, RunRow, SkipReason, decide, dump_rows, review_note
-from .layers import QuarantineList, quarantine_list_path, read_quarantine_list, write_ticket
 from .layers import ticket_path as ticket_file
+from .layers import write_ticket
 
 TREES = ("parent", "patch")
 
@@ -209,143 +200,6 @@ def _load_contract(tree: Path, request: ScoreRequest) -> tuple[Contract, str | N
     raise ContractError(
         "contract not found in the parent commit nor on disk", where=request.contract
     )
-
-
-FOREIGN_MODULE = "ForeignModule"
-"""The exception slot of a witness the runner writes when the project's code came from
-outside the tree (provenance, docs/design/runner.md)."""
-
-
-def _foreign_code(runs: dict[tuple[str, int], PropertyRun]) -> list[str]:
-    """Runs, of either tree, that imported the project's code from outside the tree: the
-    verdict would measure the wrong code, so the shadowing check rejects."""
-    found: dict[str, None] = {}
-    for (name, _seed), run in sorted(runs.items()):
-        for record in run.records:
-            if _foreign(record):
-                detail = record.witness.split("|", 2)[2]
-                found.setdefault(f"{name}: project code loaded from outside the tree: {detail}")
-    return list(found)
-
-
-def _foreign(record: PropertyRecord) -> bool:
-    parts = record.witness.split("|", 2)
-    return len(parts) == 3 and parts[1] == FOREIGN_MODULE
-
-
-def _runtime_tampering(runs: dict[tuple[str, int], PropertyRun]) -> list[str]:
-    """What the reporter saw replaced in the patch runs but not in the parent's, and
-    properties whose Hypothesis settings differ from the parent's (the test files are
-    the parent's in both trees, so only the patch's code can have changed them)."""
-    seen = {
-        tree: {
-            s
-            for (name, _), run in runs.items()
-            if split_run_name(name)[1] == tree
-            for s in run.shadowed
-        }
-        for tree in TREES
-    }
-    found = sorted(seen["patch"] - seen["parent"]) + _foreign_code(runs)
-    for (name, seed), run in runs.items():
-        _, tree = split_run_name(name)
-        if tree != "patch":
-            continue
-        # A property stopped for provenance never ran: it has no settings to compare.
-        twin = runs[(name.removesuffix("patch") + "parent", seed)]
-        parent = {r.prop: r.settings for r in twin.records if not _foreign(r)}
-        for record in run.records:
-            if _foreign(record):
-                continue
-            if record.prop in parent and record.settings != parent[record.prop]:
-                found.append(
-                    f"Hypothesis settings of {record.prop} differ from the parent's "
-                    f"(seed {seed}): {record.settings or 'none'}"
-                )
-    return found
-
-
-def _forgeries(
-    runs: dict[tuple[str, int], PropertyRun], sources: Sequence[SourceChange] = ()
-) -> list[str]:
-    """Every reason a run's channel cannot be believed, for the `forged` check, and the
-    introspection the runner observed in code the patch changed (``sources``: the patch's
-    added or modified non-test Python files, with both texts).
-
-    The project's own code may read frames or rename code objects (jinja2 does; a copy of
-    ``collections.namedtuple`` reads its caller's globals). An observation in a changed file
-    counts unless the parent's runs made the same one (event, file, function) at a line of
-    the same text: the patch changed the file, not that line. A read the patch adds, moves
-    into other code or rewrites counts. (Reusing a frame an unchanged line returns needs
-    frame attributes in the patch's own code, which `suspicious` reports.)"""
-    found = [
-        f"{name} seed {seed}: {line}"
-        for (name, seed), run in sorted(runs.items())
-        for line in run.forged
-    ]
-    texts = {s.path: (s.parent, s.patch) for s in sources if s.patch is not None}
-    before = {
-        seen
-        for (name, _), run in runs.items()
-        if split_run_name(name)[1] == "parent"
-        for line in run.observed
-        if (seen := _observation(line, texts, side=0)) is not None
-    }
-    found += [
-        f"{name} seed {seed}: {line}, in code the patch changed"
-        for (name, seed), run in sorted(runs.items())
-        if split_run_name(name)[1] == "patch"
-        for line in run.observed
-        if (seen := _observation(line, texts, side=1)) is not None
-        and (not seen[3] or seen not in before)  # a line we cannot read is never excused
-    ]
-    return found
-
-
-def _observation(
-    line: str, texts: Mapping[str, tuple[str | None, str | None]], side: int
-) -> tuple[str, str, str, str] | None:
-    """(event, file, function, text of the line) of an observation (``EVENT from
-    PATH:LINE (FUNCTION)``) made in one of the changed files ``texts`` (path -> parent and
-    patch text; ``side`` picks the tree the run read), or None when it is elsewhere."""
-    event, _, where = line.rpartition(" from ")
-    place, _, function = where.rpartition(" (")
-    path, _, number = place.rpartition(":")
-    if not number.isdigit():
-        path, number = place, "0"
-    matches = [r for r in texts if path == r or path.endswith("/" + r)]
-    rel = max(matches, key=len, default=None)  # pkg/a.py, not a.py, for /workspace/pkg/a.py
-    if rel is None:
-        return None
-    text = texts[rel][side] or ""
-    lines = text.splitlines()
-    at = int(number)
-    code = lines[at - 1].strip() if 0 < at <= len(lines) else ""
-    return (event, rel, function.removesuffix(")"), code)
-
-
-def _read_text(tree: Path, rel: str) -> str | None:
-    path = tree / rel
-    if path.is_symlink() or not path.is_file():
-        return None
-    return path.read_text(encoding="utf-8", errors="replace")
-
-
-def _snapshot(tree: Path) -> dict[str, tuple[int, int]]:
-    snap = {}
-    for rel in tree_entries(tree):
-        stat = (tree / rel).lstat()
-        snap[rel] = (stat.st_size, stat.st_mtime_ns)
-    return snap
-
-
-def _drifts(tree: Path, contract: Contract, label: str) -> list[str]:
-    if not contract.fixture_manifest:
-        return []
-    manifest_path = tree / contract.fixture_manifest
-    if not manifest_path.is_file():
-        return [f"{label}: fixture manifest missing: {contract.fixture_manifest}"]
-    return [f"{label}: {d.message()}" for d in guard_fixtures(tree, read_manifest(manifest_path))]
 
 
 def _targets(contract: Contract) -> list[PropertyTarget]:
@@ -591,9 +445,7 @@ def plan_score(
     )
     for name, tree in trees.items():
         restored += [f"{name}: {line}" for line in remove_bytecode(tree)]
-    drifts = _drifts(trees["parent"], contract, "parent") + _drifts(
-        trees["patch"], contract, "patch"
-    )
+    drifts = fixture_drifts(trees, contract)
     hashes = {
         name: (compute_spec_hash(tree, contract), compute_fixture_closure_hash(tree, contract))
         for name, tree in trees.items()
@@ -620,7 +472,7 @@ def plan_score(
         restored=restored,
         drifts=drifts,
         hashes=hashes,
-        snapshots={name: _snapshot(tree) for name, tree in trees.items()},
+        snapshots={name: snapshot(tree) for name, tree in trees.items()},
         quarantined=quarantined,
         layout=detect_layout(trees["parent"], override=import_roots, start=contract.tests_dir()),
         held_out=held_out,
@@ -681,57 +533,54 @@ def _units(plan: ScorePlan, describe_trees: bool) -> list[RunUnit]:
 
 @dataclass(frozen=True)
 class ChecksWithoutRuns:
-    """The scorecard checks and evidence that read only the commits and the planned trees:
-    worked out while the runs go."""
+    """What reads only the commits and the planned trees, worked out while the runs go: the
+    checks' context and the outcome of the checks that need no run."""
 
-    contract_tampered: Check
-    oracle_pin: Check
-    test_tampering: Check
-    quarantine: Check
-    suspicious: Check
-    sources: list[SourceChange]
-    fixture_changes: list[str]
+    context: PlanContext
+    checks: dict[str, Check]
+    """The ``before_runs`` checks' results, by name."""
     diff: str
-    inputs: PropertyInputs
-    """The contract's property inputs (never held-out ones: the outcome the agent sees must
-    not depend on them)."""
+
+    @property
+    def sources(self) -> Sequence[SourceChange]:
+        return self.context.sources
 
 
 def check_without_runs(plan: ScorePlan) -> ChecksWithoutRuns:
-    config, contract, changes = plan.config, plan.contract, plan.changes
-    trees = plan.trees
-    oracle_files = sorted({p.test.split("::", 1)[0] for p in contract.properties})
+    contract = plan.contract
     sources = _changed_sources(
         plan.clone,
         plan.parent_sha,
         plan.patch_sha,
-        changes,
+        plan.changes,
         plan.contract_paths,
-        config.protected_paths,
+        plan.config.protected_paths,
     )
-    fixtures = _fixture_paths(trees["parent"], contract)
-    inputs = property_inputs_in(
-        trees["parent"], [(p.id, p.test) for p in contract.properties], contract.spec_paths
+    context = PlanContext(
+        config=plan.config,
+        contract=contract,
+        trees=plan.trees,
+        changes=plan.changes,
+        contract_paths=plan.contract_paths,
+        sources=sources,
+        inputs=property_inputs_in(
+            plan.trees["parent"],
+            [(p.id, p.test) for p in contract.properties],
+            contract.spec_paths,
+        ),
+        quarantined=plan.quarantined,
+        drifts=plan.drifts,
+        snapshots=plan.snapshots,
     )
     return ChecksWithoutRuns(
-        contract_tampered=check_contract_tampered(changes, plan.contract_paths),
-        oracle_pin=check_oracle_pin(changes, oracle_files),
-        test_tampering=check_test_tampering(
-            changes,
-            config.protected_paths,
-            config.test_tampering,
-            pyproject=(
-                _read_text(trees["parent"], PYPROJECT),
-                _read_text(trees["patch"], PYPROJECT),
-            ),
-        ),
-        quarantine=_quarantine_check(trees["parent"], contract, plan.quarantined),
-        suspicious=check_suspicious(sources, contract.seeds, inputs),
-        sources=sources,
-        fixture_changes=[c.path for c in changes if c.path in fixtures],
+        context=context,
+        checks=run_before_runs(context),
         diff=plan.clone.git.diff(plan.parent_sha, plan.patch_sha, "--binary") + "\n",
-        inputs=inputs,
     )
+
+
+Rows = dict[tuple[str, str], list[RunRow]]
+"""Each group's rows by (group, tree)."""
 
 
 def finish_score(
@@ -740,107 +589,49 @@ def finish_score(
     before: ChecksWithoutRuns | None = None,
     pinning: Pinning | None = None,
 ) -> Verdict:
-    """The decision phase: after-run guards, rows, gates, scorecard, ticket, bundle.
+    """The decision phase: rows, gates, scorecard, ticket, bundle.
 
     ``pinning``: what the nudges of moved boundaries showed (None: none ran)."""
     if before is None:
         before = check_without_runs(plan)
     if pinning is None:
         pinning = Pinning(frozenset(), ())
-    config, contract, resolved = plan.config, plan.contract, plan.resolved
-    parent_sha, patch_sha, trees = plan.parent_sha, plan.patch_sha, plan.trees
-    contract_hash = resolved.contract_hash
-    log_dir = Path(config.log_dir)
+    log_dir = Path(plan.config.log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     runs = {key: outcome.run for key, outcome in outcomes.items()}
-    drifts = list(plan.drifts)
-    drifts += [
-        d + " (after the runs)"
-        for d in _drifts(trees["parent"], contract, "parent")
-        + _drifts(trees["patch"], contract, "patch")
-    ]
-    drifts += [
-        f"{name}: the tree changed during the runs"
-        for name, tree in trees.items()
-        if _snapshot(tree) != plan.snapshots[name]
-    ]
-    drifts += [line for outcome in outcomes.values() for line in outcome.drift]
-    rows = {
+    rows: Rows = {
         (group.name, name): _rows(group, name, sha, runs, *plan.hashes[name])
         for group in plan.groups
-        for name, sha in (("parent", parent_sha), ("patch", patch_sha))
+        for name, sha in (("parent", plan.parent_sha), ("patch", plan.patch_sha))
     }
-    bundle = BundleWriter.create(log_dir, patch_sha)
-    verdict_id = bundle.verdict_id
+    bundle = BundleWriter.create(log_dir, plan.patch_sha)
     ticket: str | None = None
     try:
-        skip: SkipReason | None = None
-        try:
-            for side in TREES:
-                text = "".join(dump_rows(rows[(g.name, side)]) for g in plan.groups)
-                bundle.write_text(f"{side}.jsonl", text, sync=True)
-        except OSError:
-            skip = SkipReason.ROWS_NOT_SAVED
-        gates: dict[str, GateResult] = {
-            g.name: decide(
-                g.contract, rows[(g.name, "parent")], rows[(g.name, "patch")], skip_reason=skip
-            )
-            for g in plan.groups
-        }
+        gates = _gates(plan, rows, skip=_save_rows(bundle, plan, rows))
         gate = gates.pop("contract")
-        scorecard = [
-            before.contract_tampered,
-            check_fixture_drifted(drifts),
-            before.oracle_pin,
-            before.test_tampering,
-            check_shadowing(plan.changes, _runtime_tampering(runs)),
-            check_differential(gate, hidden=gates),
-            check_spec_review(
-                gate,
-                before.sources,
-                before.fixture_changes,
-                before.inputs,
-                pinned=pinning.pinned,
-                nudges=pinning.evidence,
-            ),
-            before.quarantine,
-            before.suspicious,
-            check_forged(_forgeries(runs, before.sources)),
-        ]
+        context = ScoreContext(
+            plan=before.context,
+            outcomes=outcomes,
+            gate=gate,
+            hidden=gates,
+            pinned=pinning.pinned,
+            nudges=pinning.evidence,
+        )
+        scorecard = run_scorecard(before.checks, context)
         decision = final_decision(
             combine_decisions([gate.decision, *(g.decision for g in gates.values())]), scorecard
         )
-        findings = [f"{name}: {g.decision}" for name, g in gates.items() if g.decision != "accept"]
-        findings += [
-            f"{c.check}: {c.outcome}"
-            for c in scorecard
-            if c.outcome != "pass" and c.check != "differential"
-        ]
-        note = review_note(gate, final=decision, findings=findings)
-        note += hidden_note(gates, extra_seeds=plan.extra_seeds)
+        note = _note(gate, gates, decision, scorecard, plan.extra_seeds)
         if decision == "propose_freeze":
-            ticket = verdict_id
-            write_ticket(
-                log_dir,
-                verdict_id=verdict_id,
-                patch_sha=patch_sha,
-                parent_sha=parent_sha,
-                contract_hash=contract_hash,
-                properties=[
-                    r.prop
-                    for g in (gate, *gates.values())
-                    for r in g.results
-                    if r.reason == Reason.SHARED_VARIANT_FAIL
-                ],
-            )
+            ticket = _write_ticket(log_dir, plan, bundle.verdict_id, [gate, *gates.values()])
         verdict = Verdict(
-            verdict_id=verdict_id,
+            verdict_id=bundle.verdict_id,
             decision=decision,
             gate=gate,
-            resolved_contract_hash=resolved.resolved_contract_hash,
+            resolved_contract_hash=plan.resolved.resolved_contract_hash,
             scorecard=scorecard,
-            parent_sha=parent_sha,
-            patch_sha=patch_sha,
+            parent_sha=plan.parent_sha,
+            patch_sha=plan.patch_sha,
             bundle=bundle.final,
             review_note=note + check_lines(scorecard),
             ticket=ticket,
@@ -849,19 +640,7 @@ def finish_score(
             extra_seeds=plan.extra_seeds,
             held_out=plan.held_out,
         )
-        bundle.write_json("contract.resolved.json", resolved.model_dump(mode="json"))
-        for group in plan.groups[1:]:
-            bundle.write_json(
-                f"{group.name.replace('_', '-')}.resolved.json",
-                group.contract.model_dump(mode="json"),
-            )
-        bundle.write_json("decision.json", verdict.to_json())
-        bundle.write_json("scorecard.json", [c.model_dump() for c in scorecard])
-        bundle.write_text("review-note.txt", note)
-        bundle.write_text("patch.diff", before.diff)
-        bundle.write_json("restored.json", plan.restored)
-        bundle.write_json("layout.json", _layout_evidence(plan.layout))
-        _run_evidence(bundle, outcomes)
+        _write_bundle(bundle, plan, verdict, note, before.diff, outcomes)
         pause_point("bundle")
         bundle.publish(verdict.index_entry())
     except BaseException:
@@ -870,6 +649,88 @@ def finish_score(
             ticket_file(log_dir, ticket).unlink(missing_ok=True)
         raise
     return verdict
+
+
+def _save_rows(bundle: BundleWriter, plan: ScorePlan, rows: Rows) -> SkipReason | None:
+    """Both sides' rows on disk before anything is decided from them; a failure skips the
+    gate (``rows_not_saved``)."""
+    try:
+        for side in TREES:
+            text = "".join(dump_rows(rows[(g.name, side)]) for g in plan.groups)
+            bundle.write_text(f"{side}.jsonl", text, sync=True)
+    except OSError:
+        return SkipReason.ROWS_NOT_SAVED
+    return None
+
+
+def _gates(plan: ScorePlan, rows: Rows, skip: SkipReason | None) -> dict[str, GateResult]:
+    """Each group's gate, by group (the contract's first)."""
+    return {
+        g.name: decide(
+            g.contract, rows[(g.name, "parent")], rows[(g.name, "patch")], skip_reason=skip
+        )
+        for g in plan.groups
+    }
+
+
+def _note(
+    gate: GateResult,
+    hidden: Mapping[str, GateResult],
+    decision: Decision,
+    scorecard: Sequence[Check],
+    extra_seeds: Sequence[int],
+) -> str:
+    """The four-line review note, with the findings that are not the gate's, and the hidden
+    groups' lines."""
+    findings = [f"{name}: {g.decision}" for name, g in hidden.items() if g.decision != "accept"]
+    findings += [
+        f"{c.check}: {c.outcome}"
+        for c in scorecard
+        if c.outcome != "pass" and c.check != "differential"
+    ]
+    note = review_note(gate, final=decision, findings=findings)
+    return note + hidden_note(hidden, extra_seeds=extra_seeds)
+
+
+def _write_ticket(
+    log_dir: Path, plan: ScorePlan, verdict_id: str, gates: Sequence[GateResult]
+) -> str:
+    """The freeze ticket of a propose_freeze verdict (its id is the verdict's)."""
+    write_ticket(
+        log_dir,
+        verdict_id=verdict_id,
+        patch_sha=plan.patch_sha,
+        parent_sha=plan.parent_sha,
+        contract_hash=plan.resolved.contract_hash,
+        properties=[
+            r.prop for g in gates for r in g.results if r.reason == Reason.SHARED_VARIANT_FAIL
+        ],
+    )
+    return verdict_id
+
+
+def _write_bundle(
+    bundle: BundleWriter,
+    plan: ScorePlan,
+    verdict: Verdict,
+    note: str,
+    diff: str,
+    outcomes: Mapping[UnitKey, RunOutcome],
+) -> None:
+    """Every file of the bundle but the rows (written first, before the gate)."""
+    bundle.write_json("contract.resolved.json", plan.resolved.model_dump(mode="json"))
+    for group in plan.groups[1:]:
+        bundle.write_json(
+            f"{group.name.replace('_', '-')}.resolved.json",
+            group.contract.model_dump(mode="json"),
+        )
+    bundle.write_json("decision.json", verdict.to_json())
+    bundle.write_json("scorecard.json", [c.model_dump() for c in verdict.scorecard])
+    bundle.write_text("review-note.txt", note)
+    bundle.write_text("patch.diff", diff)
+    bundle.write_json("restored.json", plan.restored)
+    bundle.write_json("layout.json", _layout_evidence(plan.layout))
+    _run_evidence(bundle, outcomes)
 
 
 def _show_text(clone: git.Repo, sha: str, path: str) -> str:
@@ -904,35 +765,6 @@ def _changed_sources(
             )
         )
     return sources
-
-
-def _fixture_paths(tree: Path, contract: Contract) -> set[str]:
-    """The parent's manifest and its fixtures."""
-    if not contract.fixture_manifest:
-        return set()
-    manifest = tree / contract.fixture_manifest
-    if not manifest.is_file():
-        return {contract.fixture_manifest}
-    return {contract.fixture_manifest, *(e.fixture for e in read_manifest(manifest).fixtures)}
-
-
-def _quarantine_check(
-    parent_tree: Path, contract: Contract, quarantined: Sequence[str] | None
-) -> Check:
-    rel = quarantine_list_path(contract)
-    qlist: QuarantineList | None = None
-    problems = []
-    try:
-        qlist = read_quarantine_list(parent_tree / rel)
-    except InputError as exc:
-        problems.append(f"quarantine list unreadable: {rel}: {exc.message}")
-    left_out = list(quarantined) if quarantined is not None else (qlist.test_ids() if qlist else [])
-    why = {
-        t.test_id: f"failed {t.failures} of {t.runs} sweep runs, quarantined since {t.since}"
-        for t in (qlist.tests if qlist else [])
-    }
-    broken = [t.test_id for t in qlist.broken] if qlist else []
-    return check_quarantine(left_out, why, broken=broken, problems=problems)
 
 
 __all__ = [

@@ -112,8 +112,7 @@ def _run_observing(*observed: str) -> PropertyRun:
 
 
 def test_the_scorer_rejects_introspection_in_code_the_patch_changed() -> None:
-    from patchwarden.scorer._score import _forgeries
-    from patchwarden.scorer.checks import SourceChange
+    from patchwarden.scorer.checks import SourceChange, forgeries
 
     project = "object.__getattr__ .tb_frame from /workspace/src/jinja2/debug.py:40 (rewrite)"
     patch = "sys._getframe from /workspace/orders/__init__.py:2 (_climb)"
@@ -127,16 +126,15 @@ def test_the_scorer_rejects_introspection_in_code_the_patch_changed() -> None:
         SourceChange(path="orders/total.py", parent="x = 1\n", patch="x = 2\n"),
     ]
     # The project's unchanged code may read frames (jinja2 does); the patch's may not.
-    assert _forgeries(runs, changed) == [f"patch seed 11: {patch}, in code the patch changed"]
-    assert _forgeries(runs, changed[1:]) == []
+    assert forgeries(runs, changed) == [f"patch seed 11: {patch}, in code the patch changed"]
+    assert forgeries(runs, changed[1:]) == []
 
 
 def test_a_frame_read_the_parent_made_on_the_same_line_is_the_projects_not_the_patchs() -> None:
     """An honest fix to a function that reads its caller's frame (boltons' namedtuple, a
     copy of the standard library's) is not a forgery: the parent's runs read it on a line
     of the same text. A read the patch adds to that function, or rewrites, still is."""
-    from patchwarden.scorer._score import _forgeries
-    from patchwarden.scorer.checks import SourceChange
+    from patchwarden.scorer.checks import SourceChange, forgeries
 
     parent_text = "def nt(name):\n    m = sys._getframe(1).f_globals\n    return m\n"
     fixed = "def nt(name):\n    if not name:\n        raise ValueError\n" + parent_text[14:]
@@ -147,7 +145,7 @@ def test_a_frame_read_the_parent_made_on_the_same_line_is_the_projects_not_the_p
 
     def forged(patch_text: str, *lines: int) -> list[str]:
         runs = {**parent, ("patch", 11): _run_observing(*(read.format(n) for n in lines))}
-        return _forgeries(
+        return forgeries(
             runs, [SourceChange(path="pkg/nt.py", parent=parent_text, patch=patch_text)]
         )
 
@@ -161,7 +159,7 @@ def test_a_frame_read_the_parent_made_on_the_same_line_is_the_projects_not_the_p
     runs = {**parent, ("patch", 11): _run_observing(read.format(4))}
     other = SourceChange(path="nt.py", parent="a\nb\n", patch="a\nb\nc\nd\n")
     mine = SourceChange(path="pkg/nt.py", parent=parent_text, patch=fixed)
-    assert _forgeries(runs, [other, mine]) == []
+    assert forgeries(runs, [other, mine]) == []
 
 
 def test_canaries_must_come_back_exactly(secret: RunSecret) -> None:

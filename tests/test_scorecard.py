@@ -15,11 +15,12 @@ import pytest
 
 from patchwarden.scorer import Contract, GateResult, Property, RunRow, decide
 from patchwarden.scorer._score import _changed_sources, _changes
-from patchwarden.scorer.checks._scorecard import (
+from patchwarden.scorer.checks import (
     Check,
     check_lines,
     check_spec_review,
     check_suspicious,
+    check_test_tampering,
 )
 from patchwarden.scorer.checks._spec_review import boundary_changes
 from tests._git_repos import commit, init_repo
@@ -399,7 +400,5 @@ PYPROJECT_BASE = '[project]\nname = "x"\n\n[tool.pytest.ini_options]\ntestpaths 
 def test_pyproject_pytest_section_is_protected(
     patch_text: str, outcome: str, evidence: list[str]
 ) -> None:
-    from patchwarden.scorer.checks._scorecard import check_test_tampering
-
     check = check_test_tampering([], ["tests/**"], "review", pyproject=(PYPROJECT_BASE, patch_text))
     assert (check.outcome, check.evidence) == (outcome, evidence)

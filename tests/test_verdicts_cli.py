@@ -16,24 +16,14 @@ import git
 import pytest
 from click.testing import CliRunner
 
+from patchwarden.scorer.checks import SCORECARD
 from patchwarden.server.cli import cli
 from tests._git_repos import GIT_ENV, commit
 from tests.conftest import CONTRACT
 
 pytestmark = pytest.mark.bwrap
 
-CHECKS = [
-    "contract_tampered",
-    "fixture_drifted",
-    "oracle_pin",
-    "test_tampering",
-    "shadowing",
-    "differential",
-    "spec_review",
-    "quarantine",
-    "suspicious",
-    "forged",
-]
+CHECKS = [check.name for check in SCORECARD]
 NOTE_KEYS = ["contract", "decision", "properties", "rows"]
 PROBE = '\n\nimport os\n\nUNDER_TEST = "PYTEST_CURRENT_TEST" in os.environ\n'
 

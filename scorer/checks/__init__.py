@@ -1,64 +1,70 @@
-"""The scorecard checks and what they read: the syntax-tree scans (suspicious, spec
-review) and the restore of contract and protected paths from the parent.
+"""The scorecard (``SCORECARD``: one object per check, in the report's order), what the
+checks read (``PlanContext``, ``ScoreContext``), their syntax-tree scans (suspicious, spec
+review, special cases) and the restore of contract and protected paths from the parent.
 """
 
 from __future__ import annotations
 
-from ._restore import remove_bytecode, restore_from_parent, tree_entries
-from ._scorecard import (
-    PYPROJECT,
+from ._base import (
+    AfterRuns,
+    BeforeRuns,
     Change,
     Check,
+    Outcome,
+    ScorecardCheck,
+    Severity,
     SourceChange,
-    check_contract_tampered,
-    check_differential,
-    check_fixture_drifted,
-    check_forged,
-    check_lines,
-    check_oracle_pin,
-    check_quarantine,
-    check_shadowing,
-    check_spec_review,
-    check_suspicious,
-    check_test_tampering,
-    final_decision,
     matches,
     under,
 )
+from ._check_fixture_drifted import fixture_drifts, snapshot
+from ._check_forged import forgeries
+from ._check_spec_review import check_spec_review
+from ._check_suspicious import check_suspicious
+from ._check_test_tampering import PYPROJECT, check_test_tampering
+from ._context import PlanContext, ScoreContext
+from ._registry import SCORECARD, check_lines, final_decision, run_before_runs, run_scorecard
+from ._restore import remove_bytecode, restore_from_parent, tree_entries
 from ._spec_review import BoundaryChange, Nudge, ScopeNudges, boundary_changes, boundary_nudges
 from ._special_case import PropertyInputs, SpecialCase, property_inputs_in, special_cases
 from ._suspicious import Finding, find_suspicious
 
 __all__ = [
     "PYPROJECT",
+    "SCORECARD",
+    "AfterRuns",
+    "BeforeRuns",
     "BoundaryChange",
     "Change",
     "Check",
     "Finding",
     "Nudge",
+    "Outcome",
+    "PlanContext",
     "PropertyInputs",
     "ScopeNudges",
+    "ScoreContext",
+    "ScorecardCheck",
+    "Severity",
     "SourceChange",
     "SpecialCase",
     "boundary_changes",
     "boundary_nudges",
-    "check_contract_tampered",
-    "check_differential",
-    "check_fixture_drifted",
-    "check_forged",
     "check_lines",
-    "check_oracle_pin",
-    "check_quarantine",
-    "check_shadowing",
     "check_spec_review",
     "check_suspicious",
     "check_test_tampering",
     "final_decision",
     "find_suspicious",
+    "fixture_drifts",
+    "forgeries",
     "matches",
     "property_inputs_in",
     "remove_bytecode",
     "restore_from_parent",
+    "run_before_runs",
+    "run_scorecard",
+    "snapshot",
     "special_cases",
     "tree_entries",
     "under",

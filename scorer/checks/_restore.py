@@ -14,7 +14,7 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from ._scorecard import matches, under
+from ._base import matches, under
 
 
 def tree_entries(tree: Path) -> set[str]:

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from .._hashing import files_under
+from ._base import SourceChange
 from ._spec_review import _own_nodes, _scope_roots
 from ._suspicious import dotted_name
 
@@ -640,6 +641,18 @@ def special_cases(
                     SpecialCase(path, scope, test.line, tuple(shown(k) for k in hits), props)
                 )
     return found
+
+
+def special_case_lines(sources: Sequence[SourceChange], inputs: PropertyInputs | None) -> list[str]:
+    """The evidence lines of every special case the changed files ``sources`` add (none
+    without property inputs): the same lines in ``suspicious`` and ``spec_review``."""
+    if inputs is None:
+        return []
+    return [
+        case.evidence()
+        for source in sources
+        for case in special_cases(source.path, source.parent, source.patch, inputs)
+    ]
 
 
 def _outermost(keys: list[Key]) -> list[Key]:

@@ -58,7 +58,7 @@ from .._contract import DEFAULT_CONTRACT_PATH, FREEZE_DIR, Contract
 from .._errors import ContractError, InputError, PatchwardenError
 from .._fixtures import Manifest, parse_manifest
 from .._hashing import sha256_bytes, sha256_file
-from ..checks import restore_from_parent
+from ..checks._restore import restore_from_parent  # checks reads layers: no cycle via the facade
 from ._freeze import (
     DEFAULT_RECORD,
     SELECTION_ERROR_EXIT,
