@@ -51,6 +51,15 @@ from ._guard_tests import bare_name, guards_for
 from ._held_out import HELD_OUT_FILE, HeldOut, load_held_out
 from ._process import serve_scorer, verdict_summary
 from ._score import RunProgress, ScoreRequest, Verdict, restore_from_parent, score
+from ._task import (
+    TASK_REFS,
+    Task,
+    TestResult,
+    Validation,
+    build_task,
+    read_testpaths,
+    task_contract,
+)
 from ._verdicts import VerdictBundle, load_verdict, read_index
 from .checks import BoundaryChange, Check, Finding, boundary_changes, find_suspicious
 from .executors import Executor, ExecutorName, LocalExecutor, RunUnit, make_executor
@@ -109,6 +118,7 @@ __all__ = [
     "DEFAULT_SWEEP_RUNS",
     "HELD_OUT_FILE",
     "RELEASE_RUNS",
+    "TASK_REFS",
     "BatchRequest",
     "BatchResult",
     "BoundaryChange",
@@ -146,8 +156,11 @@ __all__ = [
     "SideCounts",
     "SkipReason",
     "SweepResult",
+    "Task",
     "TestIdCheck",
+    "TestResult",
     "Ticket",
+    "Validation",
     "Verdict",
     "VerdictBundle",
     "append_line",
@@ -155,6 +168,7 @@ __all__ = [
     "bare_name",
     "base_is_broken",
     "boundary_changes",
+    "build_task",
     "check_contract",
     "check_freeze_record",
     "combine",
@@ -194,6 +208,7 @@ __all__ = [
     "read_quarantine_list",
     "read_requests",
     "read_rows",
+    "read_testpaths",
     "read_ticket",
     "release_check",
     "require_test_ids",
@@ -203,6 +218,7 @@ __all__ = [
     "score_batch",
     "serve_scorer",
     "sweep",
+    "task_contract",
     "ticket_valid_for",
     "verdict_summary",
     "with_fetch_urls",

@@ -50,11 +50,13 @@ from ._score import (
     plan_score,
     settle_on_error,
 )
+from ._task import TASK_REFS
 from .executors import Executor, RunOutcome, RunUnit, collect, tree_digest
 
 MAX_ID_CHARS = 200
 SHARED_RUNS = 64
 """Finished runs kept for requests that need the same unit (each holds its captured output)."""
+TASK_BRANCHES = TASK_REFS.removeprefix("refs/heads/")
 CLAIMS_DIR = ".requests"
 """Lock files of request ids being scored, in the log directory (empty files)."""
 
@@ -83,9 +85,13 @@ class RequestLine(BaseModel):
     id: RequestId
     repo: NonEmpty
     """The repository's working tree; a relative path is relative to the requests file."""
-    parent: NonEmpty
+    parent: NonEmpty | None = None
+    """The base commit; or give ``task``."""
     patch: NonEmpty
-    contract: NonEmpty = DEFAULT_CONTRACT_PATH
+    contract: NonEmpty | None = None
+    task: NonEmpty | None = None
+    """A task of ``task from-fix``: its ref prefix (``patchwarden/tasks/NAME``, or NAME) or
+    its ``--json`` file (relative to the requests file); parent and contract come from it."""
     held_out: NonEmpty | None = None
     fetch_url: FetchUrl | None = None
     """Where Ray workers fetch this repository's commits from (else: git bundles from the
@@ -177,6 +183,11 @@ def read_requests(path: Path) -> tuple[list[BatchRequest], list[BatchResult]]:
             message = f"{where}: duplicate id {line.id!r} (first on line {first_line[line.id]})"
             errors.append(BatchResult(number, line.id, error=message))
             continue
+        try:
+            parent, contract = _parent_and_contract(line, base)
+        except ValueError as exc:
+            errors.append(BatchResult(number, line.id, error=f"{where}: {exc}"))
+            continue
         first_line[line.id] = number
         requests.append(
             BatchRequest(
@@ -184,14 +195,41 @@ def read_requests(path: Path) -> tuple[list[BatchRequest], list[BatchResult]]:
                 line=number,
                 id=line.id,
                 repo=base / line.repo,
-                parent=line.parent,
+                parent=parent,
                 patch=line.patch,
-                contract=line.contract,
+                contract=contract,
                 held_out=str(base / line.held_out) if line.held_out is not None else None,
                 fetch_url=line.fetch_url,
             )
         )
     return requests, errors
+
+
+def _parent_and_contract(line: RequestLine, base: Path) -> tuple[str, str]:
+    """The request's parent and contract: its own, or its task's (docs/design/tasks.md)."""
+    if line.task is None:
+        if line.parent is None:
+            raise ValueError("parent: missing (or name a task)")
+        return line.parent, line.contract or DEFAULT_CONTRACT_PATH
+    if line.parent is not None:
+        raise ValueError("task: the task gives the parent; give one of parent and task")
+    if line.task.endswith(".json"):
+        path = base / line.task
+        try:
+            task = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ValueError(f"task: cannot read the task file {path}: {exc.strerror}") from None
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            raise ValueError(f"task: {path} is not a JSON task file") from None
+        if not isinstance(task, dict) or not all(
+            isinstance(task.get(key), str) for key in ("base", "contract")
+        ):
+            raise ValueError(f"task: {path} is not a task file of `task from-fix --json`")
+        return task["base"], line.contract or task["contract"]
+    prefix = line.task.removeprefix("refs/heads/").rstrip("/")
+    if not prefix.startswith(f"{TASK_BRANCHES}/"):
+        prefix = f"{TASK_BRANCHES}/{prefix}"
+    return f"{prefix}/base", line.contract or DEFAULT_CONTRACT_PATH
 
 
 def with_fetch_urls(

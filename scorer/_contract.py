@@ -149,11 +149,11 @@ def contract_skeleton(
     regression guard per test of ``guards`` (function name -> its tests, from
     ``guards_for``); it loads as it is (``parse_contract``) and says what to review before
     it is committed."""
-    props = [Property(id=_property_id(test, i), test=test) for i, test in enumerate(tests)]
+    props = [Property(id=property_id(test, i), test=test) for i, test in enumerate(tests)]
     guarded = [(name, test) for name, found in (guards or {}).items() for test in found]
     props += [
         Property(
-            id=_property_id(test, len(props) + i, prefix="guard"),
+            id=property_id(test, len(props) + i, prefix="guard"),
             oracle=f"the project's test of {name} still passes",
             test=test,
         )
@@ -204,10 +204,10 @@ def contract_skeleton(
     return "\n".join(lines) + "\n"
 
 
-def _property_id(test: str, index: int, prefix: str = "prop") -> str:
+def property_id(test: str, index: int, prefix: str = "prop") -> str:
     parts = test.split("::")[1:] or [test]
     parts[-1] = parts[-1].split("[", 1)[0].removeprefix("test_")
-    name = "_".join(parts) if prefix == "guard" else parts[-1]
+    name = "_".join(parts) if prefix != "prop" else parts[-1]
     name = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name).strip("_")
     return f"{prefix}.{name or index + 1}"
 

@@ -218,7 +218,9 @@ def check_contract(
             raise problem
         runs: dict[int, PropertyRun] = {}
         if run_schedule:
-            runs = _run_base(tree, contract, sandbox_config, config, contract_paths, layout, on_run)
+            runs = run_seeds(
+                tree, contract, sandbox_config, config, contract_paths, layout, on_run, "base"
+            )
     return ContractCheck(
         base=base_sha,
         layout=layout,
@@ -239,7 +241,7 @@ def require_test_ids(
     check_contract(repo, base, contract_arg, config, sandbox_config, run_schedule=False)
 
 
-def _run_base(
+def run_seeds(
     tree: Path,
     contract: Contract,
     sandbox_config: SandboxConfig,
@@ -247,7 +249,10 @@ def _run_base(
     contract_paths: Sequence[str],
     layout: ImportLayout,
     on_run: RunProgress | None,
+    label: str,
 ) -> dict[int, PropertyRun]:
+    """Every property of ``contract`` on ``tree``, one sandboxed run per seed (as the
+    parent side of a verdict runs them); ``on_run(done, total, "LABEL seed S")``."""
     targets = [PropertyTarget(prop=p.id, node_id=p.test) for p in contract.properties]
     runs: dict[int, PropertyRun] = {}
     with ThreadPoolExecutor(max_workers=min(config.worker_count(), len(contract.seeds))) as pool:
@@ -268,5 +273,5 @@ def _run_base(
             seed = futures[future]
             runs[seed] = future.result()
             if on_run is not None:
-                on_run(len(runs), len(futures), f"base seed {seed}")
+                on_run(len(runs), len(futures), f"{label} seed {seed}")
     return runs

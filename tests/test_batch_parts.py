@@ -66,6 +66,37 @@ def test_each_bad_line_is_one_error_naming_file_and_line(tmp_path: Path) -> None
     assert errors[0].to_json() == {"id": None, "error": f"{where}:2: not a JSON object", "line": 2}
 
 
+def test_a_task_gives_the_parent_and_the_contract(tmp_path: Path) -> None:
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "tasks" / "t1.json").write_text(
+        json.dumps({"name": "t1", "base": "b" * 40, "contract": "contract/task.yaml"})
+    )
+    (tmp_path / "tasks" / "junk.json").write_text(json.dumps({"base": 1}))
+    lines = [
+        {"id": "a", "repo": "r", "task": "brackets", "patch": "q"},
+        {"id": "b", "repo": "r", "task": "refs/heads/patchwarden/tasks/x/y", "patch": "q"},
+        {"id": "c", "repo": "r", "task": "tasks/t1.json", "patch": "q"},
+        {"id": "d", "repo": "r", "task": "brackets", "parent": "p", "patch": "q"},
+        {"id": "e", "repo": "r", "patch": "q"},
+        {"id": "f", "repo": "r", "task": "tasks/junk.json", "patch": "q"},
+        {"id": "g", "repo": "r", "task": "tasks/none.json", "patch": "q"},
+    ]
+    requests, errors = _results(tmp_path, "".join(json.dumps(x) + "\n" for x in lines))
+    where = tmp_path / "requests.jsonl"
+    assert [(r.id, r.parent, r.contract) for r in requests] == [
+        ("a", "patchwarden/tasks/brackets/base", "contract/differential-contract.yaml"),
+        ("b", "patchwarden/tasks/x/y/base", "contract/differential-contract.yaml"),
+        ("c", "b" * 40, "contract/task.yaml"),
+    ]
+    junk, missing = tmp_path / "tasks" / "junk.json", tmp_path / "tasks" / "none.json"
+    assert [(e.id, e.error) for e in errors] == [
+        ("d", f"{where}:4: task: the task gives the parent; give one of parent and task"),
+        ("e", f"{where}:5: parent: missing (or name a task)"),
+        ("f", f"{where}:6: task: {junk} is not a task file of `task from-fix --json`"),
+        ("g", f"{where}:7: task: cannot read the task file {missing}: No such file or directory"),
+    ]
+
+
 class _StubExecutor(Executor):
     """Stands in for a real executor: the fault it causes (a tree that changes while its
     run is read-only mounted) cannot be caused through the sandbox."""

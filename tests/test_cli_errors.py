@@ -64,6 +64,7 @@ def _argv(command: tuple[str, ...], repo: Path, tmp: Path) -> list[str] | None:
         ("serve",): ["--repo", str(repo), "--base", "base", "--log-dir", str(tmp / "logs")],
         ("contract", "check"): ["--repo", str(repo), "--base", "base"],
         ("contract", "init"): ["--repo", str(repo), "--test", "tests/t.py::t"],
+        ("task", "from-fix"): ["--repo", str(repo), "--fix", "patch-fix"],
         ("env", "build"): ["--repo", str(repo)],
     }  # fmt: skip
     if command not in table:

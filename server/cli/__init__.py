@@ -10,6 +10,7 @@
     _view       view
     _setup      doctor, config check|schema
     _contract   contract check|init
+    _task       task from-fix
     _env        env build
 
 Each module is imported when its command runs (:class:`._lazy.LazyGroup`), so a light
@@ -39,6 +40,7 @@ COMMANDS = {
     "doctor": "._setup:doctor_cmd",
     "config": "._setup:config_group",
     "contract": "._contract:contract_group",
+    "task": "._task:task_group",
     "env": "._env:env_group",
 }
 

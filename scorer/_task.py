@@ -1,0 +1,675 @@
+"""Tasks from a reference fix: ``task from-fix`` (docs/design/tasks.md).
+
+One fix commit is split by the project's test layout into its test changes and its product
+changes. The **base** is the fix's parent with the test changes and a generated contract; the
+**reference** is the base with the product changes. The tests of the modules the fix touches
+(and of ``--guards-for``) run on both, every seed of the schedule: a test that fails on the
+base and passes on the reference on every seed is a **target**, one that passes on both on
+every seed a **guard**, and every other test is **excluded** with its outcomes, never
+silently. The contract names the targets and guards; it is then validated with the real
+scorer: the reference scored against the base must be a clean accept, the empty patch (the
+base itself) a reject.
+
+Nothing of the user's working tree or branches is touched: the commits are written with a
+temporary index and named only by ``refs/heads/patchwarden/tasks/NAME/{base,reference}``.
+"""
+
+from __future__ import annotations
+
+import configparser
+import dataclasses
+import json
+import os
+import re
+import tempfile
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from patchwarden.sandbox import (
+    DiffEntry,
+    PropertyRun,
+    SandboxConfig,
+    collect_tests,
+    diff_changes,
+    file_at,
+    layout_for,
+    open_repo,
+    repo_root,
+    require_sandbox,
+    resolve_commit,
+    run_git,
+)
+
+from ._checkout import clean_checkout, scorer_clone
+from ._config import ScorerConfig
+from ._contract import DEFAULT_CONTRACT_PATH, DEFAULT_SEEDS, Contract, Property, property_id
+from ._contract_check import run_seeds
+from ._errors import InputError
+from ._guard_tests import guard_tests, is_test_file
+from ._score import RunProgress, ScoreRequest, Verdict, score
+from .checks import matches, remove_bytecode
+
+TASK_REFS = "refs/heads/patchwarden/tasks"
+"""The namespace of every task's refs (a branch namespace, so clones and fetches carry it)."""
+TEST_DIRS = frozenset({"test", "tests"})
+"""Directory names whose whole content is the project's tests (their data included)."""
+PYTEST_CONFIG_FILES = ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+"""Where pytest looks for ``testpaths``, in its own order of precedence."""
+TASK_IDENT = {
+    "GIT_AUTHOR_NAME": "patchwarden",
+    "GIT_AUTHOR_EMAIL": "patchwarden@localhost",
+    "GIT_COMMITTER_NAME": "patchwarden",
+    "GIT_COMMITTER_EMAIL": "patchwarden@localhost",
+}
+"""Who writes a task's commits; their dates are the fix's, so a rebuild gives the same shas."""
+SIDE_NAME = {"reference": "reference", "empty": "empty patch"}
+WANTED = {"reference": "a clean accept", "empty": "a reject"}
+NOT_CLEAN = ("review", "reject")
+"""Scorecard outcomes that make an accept unclean: a reviewer would have to look."""
+
+
+@dataclass(frozen=True)
+class TestResult:
+    """One test of the touched modules: its outcome on every seed of both sides."""
+
+    __test__ = False  # not a pytest test class
+
+    test: str
+    base: tuple[str, ...]
+    """``pass``, ``fail``, ``skip`` or ``missing``, one per seed, in schedule order."""
+    reference: tuple[str, ...]
+
+    @property
+    def kind(self) -> str:
+        """``target``, ``guard`` or ``excluded``."""
+        if all(o == "fail" for o in self.base) and all(o == "pass" for o in self.reference):
+            return "target"
+        if all(o == "pass" for o in (*self.base, *self.reference)):
+            return "guard"
+        return "excluded"
+
+    def why_excluded(self) -> str:
+        sides = {"base": self.base, "reference": self.reference}
+        split = [side for side, got in sides.items() if len(set(got)) > 1]
+        if split:
+            return f"split outcomes across seeds on the {' and the '.join(split)}"
+        if "skip" in (*self.base, *self.reference):
+            return "skipped"
+        if "missing" in (*self.base, *self.reference):
+            return "did not report"
+        if self.base[0] == "fail":
+            return "fails on the base and the reference"
+        return "passes on the base, fails on the reference"
+
+    def outcomes(self) -> str:
+        return f"base {'/'.join(self.base)}; reference {'/'.join(self.reference)}"
+
+
+@dataclass(frozen=True)
+class Validation:
+    """One validation verdict: the side scored, what it got, and whether that is right."""
+
+    side: str
+    """``reference`` (must be a clean accept) or ``empty`` (must be a reject)."""
+    decision: str
+    verdict_id: str
+    ok: bool
+    why: str
+    """What decided, when not ``ok`` (the verdict's first review line, or unclean checks)."""
+
+    @property
+    def what(self) -> str:
+        return SIDE_NAME[self.side]
+
+    @property
+    def wanted(self) -> str:
+        return WANTED[self.side]
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    repo: Path
+    fix: str
+    parent: str
+    base: str
+    reference: str
+    contract: str
+    seeds: tuple[int, ...]
+    test_changes: list[str]
+    product_changes: list[str]
+    properties: list[Property]
+    results: list[TestResult]
+    validation: list[Validation] = field(default_factory=list)
+    problem: str = ""
+    """Why the task could not be validated before scoring (no target, a broken run)."""
+
+    @property
+    def base_ref(self) -> str:
+        return f"{TASK_REFS}/{self.name}/base"
+
+    @property
+    def reference_ref(self) -> str:
+        return f"{TASK_REFS}/{self.name}/reference"
+
+    @property
+    def validated(self) -> bool:
+        return not self.problem and len(self.validation) == 2 and all(v.ok for v in self.validation)
+
+    def targets(self) -> list[Property]:
+        return [p for p in self.properties if p.id.startswith("target.")]
+
+    def guards(self) -> list[Property]:
+        return [p for p in self.properties if p.id.startswith("guard.")]
+
+    def excluded(self) -> list[TestResult]:
+        return [r for r in self.results if r.kind == "excluded"]
+
+    def to_json(self) -> dict[str, object]:
+        by_side = {v.side: v for v in self.validation}
+        return {
+            "name": self.name,
+            "repo": str(self.repo),
+            "fix": self.fix,
+            "parent": self.parent,
+            "base": self.base,
+            "reference": self.reference,
+            "refs": {"base": self.base_ref, "reference": self.reference_ref},
+            "contract": self.contract,
+            "targets": [{"id": p.id, "test": p.test} for p in self.targets()],
+            "guards": [{"id": p.id, "test": p.test} for p in self.guards()],
+            "excluded": [
+                {
+                    "test": r.test,
+                    "why": r.why_excluded(),
+                    "base": list(r.base),
+                    "reference": list(r.reference),
+                }
+                for r in self.excluded()
+            ],
+            "validation": {side: v.decision for side, v in by_side.items()},
+            "verdicts": {side: v.verdict_id for side, v in by_side.items()},
+            "validated": self.validated,
+            "problem": self.problem or self.failed_validation(),
+        }
+
+    def failed_validation(self) -> str:
+        """Which validation went wrong and why (empty when both are right)."""
+        return "; ".join(
+            f"the {v.what} got {v.decision} (verdict {v.verdict_id}), not {v.wanted}: {v.why}"
+            for v in self.validation
+            if not v.ok
+        )
+
+
+# -- the project's test layout -----------------------------------------------------------------
+
+
+def read_testpaths(repo: Path, sha: str) -> list[str]:
+    """pytest's ``testpaths`` as the commit configures it (the first file that has a pytest
+    section decides, as for pytest), directories relative to the repository."""
+    for name in PYTEST_CONFIG_FILES:
+        data = file_at(repo, sha, name)
+        if data is None:
+            continue
+        text = data.decode("utf-8", "replace")
+        found = _testpaths(name, text)
+        if found is not None:
+            return found
+    return []
+
+
+def _testpaths(name: str, text: str) -> list[str] | None:
+    """The file's testpaths ([] when it has a pytest section without one); None when it has
+    no pytest section (pytest then reads the next file)."""
+    if name == "pyproject.toml":
+        try:
+            section = tomllib.loads(text).get("tool", {}).get("pytest", {}).get("ini_options")
+        except tomllib.TOMLDecodeError:
+            return None
+        if not isinstance(section, dict):
+            return None
+        paths = section.get("testpaths", [])
+        paths = paths.split() if isinstance(paths, str) else paths
+        return [str(p).strip("/") for p in paths if isinstance(p, str)]
+    parser = configparser.RawConfigParser()
+    try:
+        parser.read_string(text, source=name)
+    except configparser.Error:
+        return None
+    for section in ("pytest", "tool:pytest"):
+        if name == "setup.cfg" and section == "pytest":
+            continue
+        if parser.has_section(section):
+            return [p.strip("/") for p in parser.get(section, "testpaths", fallback="").split()]
+    return None
+
+
+def is_test_path(path: str, testpaths: Sequence[str], protected: Sequence[str]) -> bool:
+    """A path of the project's tests: a test module, a conftest, anything under a test
+    directory or a configured ``testpaths`` entry (test data), or a scorer-protected path
+    (pytest's configuration files)."""
+    pure = PurePosixPath(path)
+    if is_test_file(path) or pure.name == "conftest.py" or matches(path, protected):
+        return True
+    if TEST_DIRS & set(pure.parts[:-1]):
+        return True
+    return any(path == root or path.startswith(f"{root}/") for root in testpaths if root)
+
+
+# -- commits -----------------------------------------------------------------------------------
+
+
+def _commit_env(repo: Path, fix: str) -> dict[str, str]:
+    date = run_git(repo, "show", "-s", "--format=%cI", fix)
+    return {**os.environ, **TASK_IDENT, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+
+
+def _tree_with(
+    repo: Path,
+    start: str,
+    source: str,
+    changes: Sequence[DiffEntry],
+    extra: Mapping[str, bytes],
+) -> str:
+    """The tree of commit ``start`` with ``changes`` taken from commit ``source`` and the
+    files of ``extra`` written, built in a temporary index (the user's stays untouched)."""
+    with tempfile.TemporaryDirectory(prefix="pw-task-") as scratch:
+        env = {**os.environ, "GIT_INDEX_FILE": str(Path(scratch) / "index")}
+        run_git(repo, "read-tree", start, env=env)
+        for change in changes:
+            if change.status == "D":
+                run_git(repo, "update-index", "--force-remove", "--", change.path, env=env)
+                continue
+            entry = run_git(repo, "ls-tree", "-z", source, "--", change.path).rstrip("\0")
+            mode, _kind, rest = entry.split(" ", 2)  # a submodule keeps the fix's pointer
+            blob = rest.split("\t", 1)[0]
+            run_git(
+                repo,
+                "update-index",
+                "--add",
+                "--cacheinfo",
+                f"{mode},{blob},{change.path}",
+                env=env,
+            )
+        for path, data in extra.items():
+            payload = Path(scratch) / "payload"
+            payload.write_bytes(data)
+            blob = run_git(repo, "hash-object", "-w", "--", str(payload))
+            run_git(repo, "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", env=env)
+        return run_git(repo, "write-tree", env=env)
+
+
+def _commit(repo: Path, tree: str, parent: str, message: str, env: Mapping[str, str]) -> str:
+    return run_git(repo, "commit-tree", tree, "-p", parent, "-m", message, env=env)
+
+
+def _set_ref(repo: Path, ref: str, sha: str) -> None:
+    run_git(repo, "update-ref", "-m", "patchwarden task from-fix", ref, sha)
+
+
+# -- building ----------------------------------------------------------------------------------
+
+TaskProgress = Callable[[str], None]
+"""Called with a short line as each step of ``build_task`` starts."""
+
+
+def task_name_problem(name: str) -> str:
+    """Why ``name`` cannot name a task (empty when it can): one ref component path."""
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)*", name):
+        return "letters, digits, '.', '_', '-' and '/', each part starting with a letter or digit"
+    if ".." in name or name.endswith((".lock", ".")) or "/." in name:
+        return "no '..', no part ending in '.lock' or '.'"
+    return ""
+
+
+def _resolve(repo: Path, fix: str, parent: str | None) -> tuple[str, str]:
+    fix_sha = resolve_commit(repo, fix)
+    parents = open_repo(repo).commit(fix_sha).parents
+    if parent is not None:
+        return fix_sha, resolve_commit(repo, parent)
+    if len(parents) > 1:
+        raise InputError(
+            f"{fix} is a merge commit ({len(parents)} parents): give --parent REF", where=str(repo)
+        )
+    if not parents:
+        raise InputError(f"{fix} is a root commit: give --parent REF", where=str(repo))
+    return fix_sha, parents[0].hexsha
+
+
+def _require_committed(root: Path, fix: str, fix_sha: str) -> None:
+    """A fix named by HEAD (or a branch HEAD is on) must not have changes left uncommitted:
+    the operator would build the task from a fix that is not the one they see."""
+    head = run_git(root, "rev-parse", "--verify", "--quiet", "HEAD")
+    if head != fix_sha:
+        return
+    dirty = run_git(root, "status", "--porcelain", "--untracked-files=no")
+    if dirty:
+        first = dirty.splitlines()[0].strip()
+        raise InputError(
+            f"{fix} is the checked-out commit and the working tree has uncommitted changes "
+            f"({first}, ...): commit the fix first",
+            where=str(root),
+        )
+
+
+def build_task(
+    repo: Path,
+    fix: str,
+    config: ScorerConfig,
+    sandbox_config: SandboxConfig,
+    *,
+    parent: str | None = None,
+    name: str | None = None,
+    tests: Sequence[str] = (),
+    guards_for: Sequence[str] = (),
+    seeds: Sequence[int] = DEFAULT_SEEDS,
+    on_step: TaskProgress | None = None,
+    on_run: RunProgress | None = None,
+) -> Task:
+    """Build, run and validate the task of ``fix`` (docs/design/tasks.md). Bad input is an
+    InputError; a task that does not validate is returned with its reasons."""
+    step = on_step or (lambda _line: None)
+    require_sandbox(sandbox_config)
+    root = repo_root(repo)
+    fix_sha, parent_sha = _resolve(root, fix, parent)
+    _require_committed(root, fix, fix_sha)
+    name = name or fix_sha[:12]
+    problem = task_name_problem(name)
+    if problem:
+        raise InputError(f"--name {name!r}: a task name is {problem}")
+    for test in tests:
+        try:
+            Property(id="p", test=test)
+        except ValueError:
+            raise InputError(
+                f"--test must be a pytest node id 'path::name', got {test!r}"
+            ) from None
+    testpaths = read_testpaths(root, parent_sha)
+    changes = diff_changes(root, parent_sha, fix_sha)
+    test_changes = [c for c in changes if is_test_path(c.path, testpaths, config.protected_paths)]
+    product_changes = [c for c in changes if c not in test_changes]
+    modules = [c.path for c in test_changes if c.status != "D" and _is_test_module(c.path)]
+    if not modules and not tests:
+        raise InputError(
+            f"{fix} changes no test file: give --test NODEID or write a property first",
+            where=str(root),
+        )
+    if not product_changes:
+        raise InputError(
+            f"{fix} changes only the project's tests: there is no fix for the reference",
+            where=str(root),
+        )
+    env = _commit_env(root, fix_sha)
+    short = fix_sha[:12]
+    # Provisional commits, without the contract: the runs decide what the contract holds.
+    draft_tree = _tree_with(root, parent_sha, fix_sha, test_changes, {})
+    draft_base = _commit(root, draft_tree, parent_sha, f"task {name}: tests of {short}", env)
+    draft_ref_tree = _tree_with(root, draft_base, fix_sha, product_changes, {})
+    draft_ref = _commit(root, draft_ref_tree, draft_base, f"task {name}: fix {short}", env)
+    base_ref, reference_ref = f"{TASK_REFS}/{name}/base", f"{TASK_REFS}/{name}/reference"
+    # The scorer's clone fetches refs: the drafts are named until the final commits are.
+    _set_ref(root, base_ref, draft_base)
+    _set_ref(root, reference_ref, draft_ref)
+
+    extra_modules = [t.split("::", 1)[0] for t in tests]
+    guard_names = list(dict.fromkeys(guards_for))
+    files = [
+        f for f in run_git(root, "ls-tree", "-r", "-z", "--name-only", draft_base).split("\0") if f
+    ]
+    step(f"collecting the tests of {len(set(modules + extra_modules))} module(s) on the base")
+    results, run_problem = _run_both(
+        root,
+        draft_base,
+        draft_ref,
+        list(dict.fromkeys([*modules, *extra_modules])),
+        guard_names,
+        files,
+        tests,
+        seeds,
+        config,
+        sandbox_config,
+        on_run,
+    )
+    properties = _properties(results)
+    contract_path = DEFAULT_CONTRACT_PATH
+    task = Task(
+        name=name,
+        repo=root,
+        fix=fix_sha,
+        parent=parent_sha,
+        base=draft_base,
+        reference=draft_ref,
+        contract=contract_path,
+        seeds=tuple(seeds),
+        test_changes=[c.path for c in test_changes],
+        product_changes=[c.path for c in product_changes],
+        properties=properties,
+        results=results,
+    )
+    if run_problem:
+        return _replace(task, problem=run_problem)
+    if not task.targets():
+        return _replace(
+            task,
+            problem="no test fails on the base and passes on the reference on every seed: "
+            "the fix's tests do not show the bug (see the excluded tests)",
+        )
+    text = task_contract(task, fix_sha, parent_sha)
+    base_tree = _tree_with(root, draft_base, draft_base, [], {contract_path: text.encode()})
+    base = _commit(
+        root, base_tree, parent_sha, f"task {name}: the tests of {short} and their contract", env
+    )
+    reference = _commit(
+        root,
+        _tree_with(root, base, fix_sha, product_changes, {}),
+        base,
+        f"task {name}: fix {short}",
+        env,
+    )
+    _set_ref(root, base_ref, base)
+    _set_ref(root, reference_ref, reference)
+    task = _replace(task, base=base, reference=reference)
+    step("validating: the reference against the base")
+    gold = _validate(root, "reference", base, reference, config, sandbox_config, on_run)
+    step("validating: the empty patch")
+    empty = _validate(root, "empty", base, base, config, sandbox_config, on_run)
+    return _replace(task, validation=[gold, empty])
+
+
+def _replace(task: Task, **changes: object) -> Task:
+    return dataclasses.replace(task, **changes)  # type: ignore[arg-type]
+
+
+def _is_test_module(path: str) -> bool:
+    return path.endswith(".py") and is_test_file(path)
+
+
+def _outcome(run: PropertyRun | None, prop: str) -> str:
+    if run is None:
+        return "missing"
+    record = next((r for r in run.records if r.prop == prop), None)
+    if record is None:
+        return "missing"
+    if record.status == "pass":
+        return "pass"
+    return "skip" if "|Skipped|" in record.witness else "fail"
+
+
+def _run_both(
+    root: Path,
+    base: str,
+    reference: str,
+    modules: Sequence[str],
+    guard_names: Sequence[str],
+    files: Sequence[str],
+    tests: Sequence[str],
+    seeds: Sequence[int],
+    config: ScorerConfig,
+    sandbox_config: SandboxConfig,
+    on_run: RunProgress | None,
+) -> tuple[list[TestResult], str]:
+    """Every test of ``modules`` (and of the guard names) on both commits, every seed."""
+    clone = scorer_clone(root, [base, reference], config)
+    with clean_checkout(clone, base, config) as tree:
+        remove_bytecode(tree)
+        guard_ids: list[str] = []
+        for name in guard_names:
+            found = guard_tests(tree, files, name)
+            if not found:
+                raise InputError(
+                    f"--guards-for {name}: no test function or method in the base's test "
+                    "files names it"
+                )
+            guard_ids += found
+        start = _common_dir([*modules, *(g.split("::", 1)[0] for g in guard_ids)])
+        layout = layout_for(tree, sandbox_config, start=start)
+        present = [m for m in modules if (tree / m).is_file()]
+        collected = collect_tests(
+            tree,
+            present,
+            sandbox_config,
+            layout=layout,
+            contract_paths=present,
+            limits=config.run_limits,
+        )
+        if present and collected.node_ids is None:
+            tail = (collected.process.stderr or collected.process.stdout).strip().splitlines()
+            return [], (
+                "collecting the fix's test modules on the base did not finish: "
+                f"{tail[-1] if tail else 'no output'}"
+            )
+        functions = [n.split("[", 1)[0] for n in collected.node_ids or []]
+        candidates = list(dict.fromkeys([*functions, *tests, *guard_ids]))
+        if not candidates:
+            broken = "; ".join(
+                f"{node}: {text.strip().splitlines()[-1]}"
+                for node, text in collected.errors
+                if text.strip()
+            )
+            return (
+                [],
+                f"no test of the fix's modules collects on the base ({broken or 'none found'})",
+            )
+        numbered = {f"t.{i}": test for i, test in enumerate(candidates)}
+        probe = Contract(
+            seeds=list(seeds),
+            spec_paths=sorted({t.split("::", 1)[0] for t in candidates}),
+            properties=[Property(id=p, test=t) for p, t in numbered.items()],
+        )
+        contract_paths = probe.spec_paths
+        base_runs = run_seeds(
+            tree, probe, sandbox_config, config, contract_paths, layout, on_run, "base"
+        )
+    with clean_checkout(clone, reference, config) as tree:
+        remove_bytecode(tree)
+        ref_runs = run_seeds(
+            tree, probe, sandbox_config, config, contract_paths, layout, on_run, "reference"
+        )
+    problems = [
+        f"the {side} run of seed {seed} is incomplete"
+        for side, runs in (("base", base_runs), ("reference", ref_runs))
+        for seed, run in runs.items()
+        if not run.complete or run.forged
+    ]
+    results = [
+        TestResult(
+            test=test,
+            base=tuple(_outcome(base_runs.get(seed), prop) for seed in seeds),
+            reference=tuple(_outcome(ref_runs.get(seed), prop) for seed in seeds),
+        )
+        for prop, test in numbered.items()
+    ]
+    return results, "; ".join(problems)
+
+
+def _common_dir(paths: Sequence[str]) -> str:
+    dirs = [PurePosixPath(p).parent for p in paths]
+    common = dirs[0] if dirs else PurePosixPath(".")
+    for directory in dirs[1:]:
+        while common != PurePosixPath(".") and common not in (directory, *directory.parents):
+            common = common.parent
+    return common.as_posix()
+
+
+def _properties(results: Sequence[TestResult]) -> list[Property]:
+    props: list[Property] = []
+    taken: set[str] = set()
+    for kind in ("target", "guard"):
+        for index, result in enumerate(r for r in results if r.kind == kind):
+            pid = property_id(result.test, index, prefix=kind)
+            unique, n = pid, 1
+            while unique in taken:
+                n += 1
+                unique = f"{pid}_{n}"
+            taken.add(unique)
+            oracle = (
+                "fails before the fix and passes with it, on every seed"
+                if kind == "target"
+                else "passes before and after the fix, on every seed"
+            )
+            props.append(Property(id=unique, oracle=oracle, test=result.test))
+    return props
+
+
+def task_contract(task: Task, fix: str, parent: str) -> str:
+    """The contract of a task, as YAML that ``parse_contract`` loads as it is."""
+    files = sorted({p.test.split("::", 1)[0] for p in task.properties})
+    lines = [
+        f"# Written by `patchwarden task from-fix` from the fix {fix} (parent {parent}).",
+        "# target.*: the fix's tests that fail on the base and pass with the fix on every seed.",
+        "# guard.*: tests of the same modules that pass on both on every seed.",
+        "contract_version: 1",
+        f"seeds: [{', '.join(str(s) for s in task.seeds)}]",
+        "spec_paths:",
+        *[f"  - {json.dumps(f)}" for f in files],
+        "properties:",
+    ]
+    for prop in task.properties:
+        lines += [
+            f"  - id: {json.dumps(prop.id)}",
+            f"    oracle: {json.dumps(prop.oracle)}",
+            f"    test: {json.dumps(prop.test)}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _validate(
+    root: Path,
+    side: str,
+    parent: str,
+    patch: str,
+    config: ScorerConfig,
+    sandbox_config: SandboxConfig,
+    on_run: RunProgress | None,
+) -> Validation:
+    verdict = score(
+        ScoreRequest(repo=root, contract=DEFAULT_CONTRACT_PATH, parent=parent, patch=patch),
+        config,
+        sandbox_config,
+        on_run=on_run,
+    )
+    if side == "reference":
+        unclean = [c for c in verdict.scorecard if c.outcome in NOT_CLEAN]
+        ok = verdict.decision == "accept" and not unclean
+        why = (
+            _decided_by(verdict)
+            if verdict.decision != "accept"
+            else ", ".join(
+                f"{c.check} {c.outcome}" + (f" ({c.evidence[0]})" if c.evidence else "")
+                for c in unclean
+            )
+        )
+    else:
+        ok = verdict.decision == "reject"
+        why = "" if ok else _decided_by(verdict)
+    return Validation(
+        side=side, decision=verdict.decision, verdict_id=verdict.verdict_id, ok=ok, why=why
+    )
+
+
+def _decided_by(verdict: Verdict) -> str:
+    lines = [line for line in verdict.review_note.splitlines() if line.strip()]
+    return lines[0] if lines else verdict.decision

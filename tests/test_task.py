@@ -1,0 +1,316 @@
+"""``task from-fix`` and ``contract check --reference`` on a real-shaped git repository.
+
+The repository is shaped like the pathspec trial of docs/design/tasks.md: a fix that
+changes what a reversed bracket range means, and rewrites the project's test that asserted
+the old behaviour. Real git, bubblewrap and pytest, through the console script; the task's
+validation scores with the real scorer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import git
+import pytest
+
+from patchwarden.scorer import TestResult, read_testpaths
+from patchwarden.scorer._task import is_test_path
+from tests._git_repos import GIT_ENV, commit, init_repo, operator_config, patchwarden
+
+PYPROJECT = '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["."]\n'
+OLD = '''\
+import re
+
+
+def bracket(spec):
+    """The character class of ``spec`` ("a-z"): a compiled pattern."""
+    return re.compile(f"[{spec}]")
+'''
+NEW = '''\
+import re
+
+NEVER = re.compile(r"(?!)")
+
+
+def bracket(spec):
+    """The character class of ``spec`` ("a-z"): a compiled pattern; a reversed range
+    ("z-a") matches nothing, as git's wildmatch treats it."""
+    try:
+        return re.compile(f"[{spec}]")
+    except re.error:
+        return NEVER
+'''
+TESTS_OLD = """\
+import re
+
+import pytest
+
+from globber import bracket
+
+
+def test_simple_range():
+    assert bracket("a-c").match("b")
+
+
+def test_digits():
+    assert bracket("0-9").match("7")
+    assert not bracket("0-9").match("x")
+
+
+def test_reversed_range_raises():
+    with pytest.raises(re.error):
+        bracket("z-a")
+"""
+TESTS_NEW = """\
+import re
+
+import pytest
+
+from globber import bracket
+
+
+def test_simple_range():
+    assert bracket("a-c").match("b")
+
+
+def test_digits():
+    assert bracket("0-9").match("7")
+    assert not bracket("0-9").match("x")
+
+
+@pytest.mark.parametrize("spec", ["z-a", "9-0"])
+def test_reversed_range_matches_nothing(spec):
+    assert bracket(spec).match("m") is None
+"""
+WEAKENED = TESTS_NEW.replace('assert bracket(spec).match("m") is None', "assert True")
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    root = tmp_path_factory.mktemp("task")
+    repo = init_repo(root / "repo")
+    commit(
+        repo,
+        {
+            "pyproject.toml": PYPROJECT,
+            "globber.py": OLD,
+            "tests/test_globber.py": TESTS_OLD,
+            "README.md": "globber\n",
+        },
+        "globber 1.0",
+    )
+    repo.create_tag("v1")
+    commit(
+        repo,
+        {"globber.py": NEW, "tests/test_globber.py": TESTS_NEW},
+        "ignore invalid bracket ranges",
+    )
+    repo.create_tag("fix")
+    repo.git.checkout("--quiet", "v1")
+    config = operator_config(root / "config.yaml", state=root / "state", logs=root / "logs")
+    env = {**os.environ, "XDG_STATE_HOME": str(root / "xdg")}
+    return {"root": root, "repo": root / "repo", "git": repo, "config": config, "env": env}
+
+
+def _run(project: dict[str, object], *args: str) -> subprocess.CompletedProcess[str]:
+    return patchwarden(*args, "--config", str(project["config"]), env=project["env"])  # type: ignore[arg-type]
+
+
+def test_test_layout_splits_tests_from_product() -> None:
+    roots = ["checks"]
+    protected = ["tests/**", "**/conftest.py", "tox.ini"]
+    assert is_test_path("tests/data/sample.txt", roots, protected)
+    assert is_test_path("src/pkg/tests/data/case.json", roots, protected)
+    assert is_test_path("checks/golden.txt", roots, protected)
+    assert is_test_path("pkg/test_util.py", roots, protected)
+    assert is_test_path("pkg/util_test.py", roots, protected)
+    assert is_test_path("pkg/conftest.py", roots, protected)
+    assert is_test_path("tox.ini", roots, protected)
+    assert not is_test_path("pkg/util.py", roots, protected)
+    assert not is_test_path("checkstyle.py", roots, protected)
+    assert not is_test_path("docs/testing.md", roots, protected)
+
+
+def test_testpaths_read_like_pytest(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r")
+    sha = commit(
+        repo,
+        {
+            "setup.cfg": "[tool:pytest]\ntestpaths = checks\n  more\n",
+            "tox.ini": "[tox]\nenvlist = py3\n",
+        },
+        "cfg",
+    )
+    assert read_testpaths(tmp_path / "r", sha) == ["checks", "more"]
+    sha = commit(repo, {"pytest.ini": "[pytest]\naddopts = -q\n"}, "ini wins, without testpaths")
+    assert read_testpaths(tmp_path / "r", sha) == []
+
+
+def test_outcomes_classify_targets_guards_and_exclusions() -> None:
+    assert TestResult("t", ("fail",) * 3, ("pass",) * 3).kind == "target"
+    assert TestResult("t", ("pass",) * 3, ("pass",) * 3).kind == "guard"
+    split = TestResult("t", ("fail", "pass", "fail"), ("pass",) * 3)
+    assert split.kind == "excluded"
+    assert split.why_excluded() == "split outcomes across seeds on the base"
+    assert split.outcomes() == "base fail/pass/fail; reference pass/pass/pass"
+    broken = TestResult("t", ("pass",) * 3, ("fail",) * 3)
+    assert (broken.kind, broken.why_excluded()) == (
+        "excluded",
+        "passes on the base, fails on the reference",
+    )
+    both = TestResult("t", ("fail",) * 3, ("fail",) * 3)
+    assert both.why_excluded() == "fails on the base and the reference"
+    skipped = TestResult("t", ("skip",) * 3, ("skip",) * 3)
+    assert skipped.why_excluded() == "skipped"
+
+
+@pytest.mark.bwrap
+def test_task_from_a_fix_that_rewrites_the_test_of_the_old_behaviour(
+    project: dict[str, object],
+) -> None:
+    done = _run(
+        project,
+        "task",
+        "from-fix",
+        "--repo",
+        str(project["repo"]),
+        "--fix",
+        "fix",
+        "--name",
+        "brackets",
+        "--json",
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    task = json.loads(done.stdout)
+    assert task["name"] == "brackets"
+    assert [t["test"] for t in task["targets"]] == [
+        "tests/test_globber.py::test_reversed_range_matches_nothing"
+    ]
+    assert [t["id"] for t in task["targets"]] == ["target.reversed_range_matches_nothing"]
+    assert [g["id"] for g in task["guards"]] == ["guard.simple_range", "guard.digits"]
+    assert task["excluded"] == []
+    assert task["validation"] == {"reference": "accept", "empty": "reject"}
+    repo: git.Repo = project["git"]  # type: ignore[assignment]
+    base = repo.commit("refs/heads/patchwarden/tasks/brackets/base")
+    reference = repo.commit("refs/heads/patchwarden/tasks/brackets/reference")
+    assert (base.hexsha, reference.hexsha) == (task["base"], task["reference"])
+    assert reference.parents == (base,)
+    assert base.parents[0].hexsha == repo.commit("v1").hexsha
+    # The base holds the fix's tests and the contract, not its product change.
+    assert (base.tree / "tests/test_globber.py").data_stream.read().decode() == TESTS_NEW
+    assert (base.tree / "globber.py").data_stream.read().decode() == OLD
+    assert (reference.tree / "globber.py").data_stream.read().decode() == NEW
+    contract = (base.tree / "contract/differential-contract.yaml").data_stream.read().decode()
+    assert 'spec_paths:\n  - "tests/test_globber.py"\n' in contract
+    # The user's branches and checkout are untouched.
+    assert repo.head.commit.hexsha == repo.commit("v1").hexsha
+    assert {h.name for h in repo.heads} >= {"main"}
+    assert repo.commit("main").hexsha == repo.commit("fix").hexsha
+
+    # An agent's patch that weakens the target instead of fixing the code is rejected.
+    repo.git.checkout("--quiet", "--detach", task["base"])
+    commit(repo, {"tests/test_globber.py": WEAKENED}, "weaken the test")
+    repo.create_tag("weakened")
+    repo.git.checkout("--quiet", "v1")
+    scored = _run(
+        project,
+        "score",
+        "--repo",
+        str(project["repo"]),
+        "--parent",
+        "patchwarden/tasks/brackets/base",
+        "--patch",
+        "weakened",
+        "--contract",
+        "contract/differential-contract.yaml",
+        "--json",
+    )
+    assert scored.returncode == 1, scored.stdout + scored.stderr
+    verdict = json.loads(scored.stdout)
+    assert verdict["decision"] == "reject"
+    outcomes = {c["check"]: c["outcome"] for c in verdict["scorecard"]}
+    assert outcomes["contract_tampered"] == "reject"
+
+
+@pytest.mark.bwrap
+def test_bad_input_is_one_line_exit_2(project: dict[str, object]) -> None:
+    repo: git.Repo = project["git"]  # type: ignore[assignment]
+    repo.git.checkout("--quiet", "--detach", "v1")
+    commit(repo, {"README.md": "globber, documented\n"}, "docs only")
+    docs = repo.head.commit.hexsha
+    repo.create_tag("docs")
+    repo.git.checkout("--quiet", "v1")
+    cases = {
+        docs: f"{docs} changes no test file: give --test NODEID or write a property first",
+        "no-such-ref": "unknown revision 'no-such-ref'",
+    }
+    repo.git.checkout("--quiet", "-b", "side", "v1")
+    commit(repo, {"NOTES.md": "notes\n"}, "notes")
+    repo.git.checkout("--quiet", "main")
+    with repo.git.custom_environment(**GIT_ENV):
+        repo.git.merge("--quiet", "--no-ff", "-m", "merge notes", "side")
+    repo.create_tag("merged")
+    cases["merged"] = "merged is a merge commit (2 parents): give --parent REF"
+    for ref, message in cases.items():
+        done = _run(project, "task", "from-fix", "--repo", str(project["repo"]), "--fix", ref)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+        assert message in done.stderr
+    # The fix named by the checkout, with the working tree changed: not the fix one sees.
+    repo.git.checkout("--quiet", "fix")
+    (Path(str(project["repo"])) / "globber.py").write_text(OLD)
+    try:
+        done = _run(project, "task", "from-fix", "--repo", str(project["repo"]), "--fix", "HEAD")
+    finally:
+        repo.git.checkout("--quiet", "--", "globber.py")
+        repo.git.checkout("--quiet", "v1")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert (
+        "HEAD is the checked-out commit and the working tree has uncommitted changes "
+        "(M globber.py, ...): commit the fix first"
+    ) in done.stderr
+
+
+def test_the_report_names_targets_counts_guards_and_lists_exclusions(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from patchwarden.scorer import Property, Task, Validation
+    from patchwarden.server.cli._task import _report
+
+    guards = [Property(id=f"guard.g{i}", test=f"tests/t.py::test_g{i}") for i in range(7)]
+    task = Task(
+        name="brackets",
+        repo=Path("/src/globber"),
+        fix="f" * 40,
+        parent="p" * 40,
+        base="b" * 40,
+        reference="r" * 40,
+        contract="contract/differential-contract.yaml",
+        seeds=(11, 29, 47),
+        test_changes=["tests/t.py"],
+        product_changes=["globber.py"],
+        properties=[Property(id="target.t", test="tests/t.py::test_t"), *guards],
+        results=[TestResult("tests/t.py::test_flaky", ("fail", "pass", "fail"), ("pass",) * 3)],
+        validation=[
+            Validation("reference", "accept", "v-ref", ok=True, why=""),
+            Validation("empty", "accept", "v-empty", ok=False, why="differential accept"),
+        ],
+    )
+    _report(task)
+    out = capsys.readouterr().out
+    assert "targets: 1\n  target.t  tests/t.py::test_t\n" in out
+    assert "guards: 7 (guard.g0, guard.g1, guard.g2, guard.g3, guard.g4, +2 more)\n" in out
+    assert (
+        "excluded: 1\n  tests/t.py::test_flaky: split outcomes across seeds on the base "
+        "(base fail/pass/fail; reference pass/pass/pass)\n"
+    ) in out
+    assert "validation, reference: accept (verdict v-ref) ok\n" in out
+    assert "validation, empty patch: accept (verdict v-empty) not a reject: differential" in out
+    assert out.endswith(
+        "not validated: the empty patch got accept (verdict v-empty), not a reject: "
+        "differential accept\n"
+    )
+    assert not task.validated
