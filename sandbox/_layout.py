@@ -31,7 +31,7 @@ from typing import Any
 
 TEST_MACHINERY = ("pytest", "_pytest", "pluggy", "hypothesis")
 """The packages the trusted runner imports before the tree is importable. Its twin is
-``MACHINERY`` in sandbox/_reporter.py, a program that cannot import this one;
+``MACHINERY`` in sandbox/_inside/_boot.py, a program that cannot import this one;
 tests/test_reporter.py holds the two equal."""
 
 MACHINERY_NAMES = frozenset(

@@ -22,13 +22,14 @@ from typing import Any
 from ._argv import LaunchSpec
 from ._channel import CANARY_DIR, RunSecret, canary_source, new_secret, verify_channel
 from ._config import Limits, SandboxConfig
+from ._inside import ORACLE, program
 from ._launch import launch
 from ._layout import ImportLayout, detect_layout
 from ._runtime import python_runtime
 from ._supervise import ProcessResult
 
-REPORTER_SOURCE = (Path(__file__).with_name("_reporter.py")).read_text(encoding="utf-8")
-SENTINEL = "__patchwarden_sentinel__"  # = SENTINEL in _reporter.py (tests/test_reporter.py)
+REPORTER_SOURCE = program(ORACLE)
+SENTINEL = "__patchwarden_sentinel__"  # = _inside/_boot.py (tests/test_reporter.py)
 CHANNEL_READ_BYTES = 65536
 CHANNEL_MAX_BYTES = 16 * 1024 * 1024  # far above any honest run's records; bounds a flood
 TESTS_DIR_MOUNT = "/property-tests"

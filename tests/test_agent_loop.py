@@ -1,5 +1,5 @@
 """The agent's test runs load Hypothesis only when a test imports it, and then only the
-interpreter's copy with the runner's profile (sandbox/_reporter.py, ``_hypothesis_on_demand``).
+interpreter's copy with the runner's profile (sandbox/_inside/_boot.py, ``_hypothesis_on_demand``).
 
 Real bubblewrap and real pytest processes, in one tree that also holds a planted
 ``hypothesis`` package: it must never be the one a test gets.

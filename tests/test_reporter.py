@@ -1,4 +1,4 @@
-"""The runner program (sandbox/_reporter.py) and the constants it shares with the host side.
+"""The runner program (sandbox/_inside, ``ORACLE``) and the constants it shares with the host side.
 
 The program is read as text and run inside the sandbox, where it imports nothing of ours, so
 it keeps its own copy of what both sides must agree on; these tests hold each copy equal to
@@ -8,25 +8,25 @@ the host side's.
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 from patchwarden.sandbox import TEST_MACHINERY
+from patchwarden.sandbox._inside import ORACLE, program
 from patchwarden.sandbox._pytest_runner import SENTINEL
 from patchwarden.scorer.checks._suspicious import RUNNER_STRINGS
 
-PROGRAM = Path(__file__).resolve().parents[1] / "sandbox" / "_reporter.py"
+PROGRAM_TEXT = program(ORACLE)
 
 
 def program_constant(name: str) -> object:
     """The literal the runner program assigns to the module-level ``name``."""
-    tree = ast.parse(PROGRAM.read_text(encoding="utf-8"), filename=str(PROGRAM))
+    tree = ast.parse(PROGRAM_TEXT, filename="<the runner program>")
     values = [
         ast.literal_eval(node.value)
         for node in tree.body
         if isinstance(node, ast.Assign)
         and [t.id for t in node.targets if isinstance(t, ast.Name)] == [name]
     ]
-    assert len(values) == 1, f"{PROGRAM.name} assigns {name} {len(values)} times"
+    assert len(values) == 1, f"the runner program assigns {name} {len(values)} times"
     return values[0]
 
 

@@ -64,7 +64,7 @@ RUNNER_STRINGS = (
     "__patchwarden_sentinel__",
     "patchwarden-canary",
 )
-"""Argv flags and markers of the runner (sandbox/_reporter.py): no product code needs them."""
+"""Argv flags and markers of the runner (sandbox/_inside): no product code needs them."""
 PROC_SELF = ("/proc/self", "/proc/thread-self", "/dev/fd")
 
 
@@ -608,7 +608,7 @@ class _Reach(ast.NodeVisitor):
 RUNNER_NAMES = frozenset(
     {"_emit", "Reporter", "TARGETS", "CANARIES", "CHANNEL_FD", "_signer", "_report", "SEED"}
 )
-"""Globals of the runner (sandbox/_reporter.py) product code has no business asking for."""
+"""Globals of the runner (sandbox/_inside) product code has no business asking for."""
 
 
 def reach_findings(tree: ast.Module, visitor: _Visitor) -> None:

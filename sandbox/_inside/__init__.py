@@ -1,0 +1,32 @@
+"""The programs that run INSIDE the sandbox, kept as source by job.
+
+None of these modules is imported by patchwarden: each program is the concatenation of its
+parts' source, handed to ``python -s -P -`` on stdin, so nothing in the tree can shadow it
+and it never imports patchwarden (docs/design/runner.md). The parts are separate files so
+each can be read, and type-checked, on its own; a part sees the names the parts before it
+define (its ``TYPE_CHECKING`` imports say which), exactly as one script would.
+
+- ``ORACLE``: the trusted runner (bootstrap, the tamper and provenance checks, the pytest
+  plugin, the session, the signer, the audit hook, the top-level start).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+HERE = Path(__file__).parent
+FUTURE = "from __future__ import annotations"
+
+ORACLE = ("_boot", "_guard", "_plugin", "_session", "_signer", "_audit", "_start")
+"""The runner's parts in program order; ``_start`` runs it and must come last."""
+
+
+def program(parts: tuple[str, ...]) -> str:
+    """One script of ``parts``: each part's source in order, the ``__future__`` import
+    once at the top (it must be the script's first statement)."""
+    chunks = [FUTURE + "\n"]
+    for part in parts:
+        text = (HERE / f"{part}.py").read_text(encoding="utf-8")
+        lines = [line for line in text.split("\n") if line != FUTURE]
+        chunks.append(f"# -- {part} " + "-" * (80 - len(part)) + "\n" + "\n".join(lines))
+    return "\n".join(chunks)

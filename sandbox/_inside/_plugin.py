@@ -1,0 +1,261 @@
+"""Inside the oracle: the pytest plugin that records one outcome per scheduled property.
+
+Part of the program concatenated by sandbox/_inside (``program``).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from typing import TYPE_CHECKING
+
+import _pytest.mark.structures
+import pytest
+
+if TYPE_CHECKING:
+    from hypothesis import settings
+
+    from ._boot import AGENT_TEXT_CHARS, MODE, SEED, SENTINEL, TARGETS
+    from ._guard import (
+        _MISSING,
+        _assertion_id,
+        _emit,
+        _fingerprint,
+        _machinery_shadowed,
+        _refuse_foreign_code,
+        _relpath,
+        _tampered,
+        _traceback_id,
+    )
+
+
+class Reporter:
+    """Collects one outcome per scheduled node id; never trusts the exit code."""
+
+    def __init__(self, canaries=()):
+        self.watched = None  # taken once the reporter's own module is complete
+        self.tampered = []
+        self.fingerprints = {}  # prop -> the Hypothesis settings its test ran with
+        self.by_node = {node: prop for prop, node in TARGETS}
+        # Hidden canaries live outside the tree; matched by file and function name.
+        self.canaries = [(prop, path, name) for prop, path, name in canaries]
+        self.by_location = {(path, name): prop for prop, path, name in self.canaries}
+        self.outcomes = {}  # scorer: prop -> (status, witness, duration); agent: node id -> ...
+        self.started = {}
+        self.raised = {}  # prop -> witness of what the test function itself raised
+        self.seen_tampered = set()
+        self.module_globals = {}  # property module name -> (module, {global: value})
+
+    def pytest_addoption(self, parser):
+        # pytest's unittest support asks for --pdb and --trace on every TestCase item
+        # (_pytest.unittest, _pytest.debugging.maybe_wrap_pytest_function_for_tracing);
+        # the debugging plugin declares them, and the scorer blocks that plugin, so without
+        # these every unittest-style property failed on both trees. Declared off.
+        if MODE == "scorer":
+            parser.addoption("--pdb", dest="usepdb", action="store_true", default=False)
+            parser.addoption("--trace", dest="trace", action="store_true", default=False)
+
+    def _prop_of(self, item):
+        """The property a collected item checks: its node id, a parametrized case of it,
+        or a canary (by file and function)."""
+        nodeid = item.nodeid
+        prop = self.by_node.get(nodeid)
+        if prop is None and "[" in nodeid:
+            prop = self.by_node.get(nodeid.split("[", 1)[0])
+        if prop is None and self.by_location:
+            prop = self.by_location.get((str(getattr(item, "path", "")), item.name))
+        return prop
+
+    def pytest_collection_modifyitems(self, session, config, items):
+        if MODE != "scorer":
+            return
+        # Select here, not with node ids on the command line: one unknown id
+        # there would abort the whole session; here it just never runs.
+        keep = [item for item in items if self._prop_of(item) is not None]
+        dropped = [item for item in items if self._prop_of(item) is None]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+    @pytest.fixture
+    def contract_seed(self):
+        return SEED
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_configure(self, config):
+        if MODE == "scorer":
+            # pytest.mark keeps the Config for marker checks; from a module global product
+            # code would reach every object of the session, this runner's included.
+            _pytest.mark.structures.MARK_GEN._config = None
+
+    def pytest_collection_finish(self, session):
+        # Product code has been imported by now (test modules import it).
+        self._note_tampered("after collection")
+        _refuse_foreign_code(self, session)
+        if MODE == "scorer":
+            for item in session.items:
+                module = getattr(item, "module", None)
+                if module is not None and module.__name__ not in self.module_globals:
+                    self.module_globals[module.__name__] = (module, dict(vars(module)))
+
+    def _note_tampered(self, when):
+        """Watched objects replaced, and property-module globals rebound, since the start."""
+        found = list(_tampered(self.watched))
+        for name, (module, before) in self.module_globals.items():
+            now = vars(module)
+            found += [
+                f"global {key} of the property module {name}"
+                for key, value in before.items()
+                if now.get(key, _MISSING) is not value
+            ]
+        for name in found:
+            if name not in self.seen_tampered:
+                self.seen_tampered.add(name)
+                self.tampered.append(f"{name} ({when})")
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_call(self, item):
+        prop = self._prop_of(item)
+        if prop is None or MODE != "scorer":
+            return
+        # @settings(...) may sit outside @given (on the test) or inside (on the inner
+        # test); either was built from the default profile of the moment it ran.
+        test = getattr(item, "obj", None)
+        inner = getattr(getattr(test, "hypothesis", None), "inner_test", None)
+        chosen = (
+            getattr(test, "_hypothesis_internal_use_settings", None)
+            or getattr(inner, "_hypothesis_internal_use_settings", None)
+            or settings.default
+        )
+        self.fingerprints[prop] = _fingerprint(chosen)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item):
+        # Re-applied before every test: product code imported at collection
+        # cannot leave a weaker profile or a fixed random state behind.
+        settings.load_profile("patchwarden")
+        random.seed(SEED)
+        self.started[item.nodeid] = time.monotonic()
+        if MODE == "scorer":
+            # Checked before every test too: a replacement made while one test ran and
+            # undone before the session ends still shows.
+            self._note_tampered(f"before {item.nodeid}")
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_pyfunc_call(self, pyfuncitem):
+        # What the test function itself did, seen as it happens: an exception raised here
+        # is a fail whatever report objects say about it afterwards.
+        try:
+            return (yield)
+        except BaseException as exc:
+            prop = self._prop_of(pyfuncitem) if MODE == "scorer" else None
+            if prop is not None and prop not in self.raised:
+                test_file = os.path.abspath(str(pyfuncitem.path))
+                where = _traceback_id(exc.__traceback__, test_file)
+                self.raised[prop] = f"{prop}|{type(exc).__name__}|{where}"
+            raise
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        report = yield
+        if MODE == "agent":
+            return report
+        prop = self._prop_of(item)
+        if prop is None:
+            return report
+        test_file = os.path.abspath(str(item.path))
+        previous = self.outcomes.get(prop)
+        if previous and previous[0] == "fail":
+            return report  # the first failure (setup, call, teardown) is the witness
+        if report.skipped and hasattr(report, "wasxfail"):
+            witness = f"{prop}|XFailed|{_relpath(test_file)}"
+            self._record(item, prop, "fail", witness)
+        elif report.skipped:
+            self._record(item, prop, "fail", f"{prop}|Skipped|{report.when}")
+        elif report.failed:
+            if call.excinfo is not None:
+                exc_type = call.excinfo.type.__name__
+                where = _assertion_id(call.excinfo, test_file)
+            else:
+                exc_type, where = "Failed", report.when
+            if hasattr(report, "wasxfail"):
+                exc_type = "XPassedStrict"
+            prefix = "" if report.when == "call" else f"{report.when}:"
+            self._record(item, prop, "fail", f"{prop}|{exc_type}|{prefix}{where}")
+        elif report.passed and hasattr(report, "wasxfail"):
+            self._record(item, prop, "fail", f"{prop}|XPassed|{_relpath(test_file)}")
+        elif report.passed and report.when == "call":
+            self._record(item, prop, "pass", "")
+        return report
+
+    def _record(self, item, prop, status, witness):
+        if status == "pass" and prop in self.raised:
+            # The report says passed, but the test function raised: something between
+            # the test and its report changed the outcome.
+            self.tampered.append(f"the report of {prop} said passed after the test raised")
+            status, witness = "fail", self.raised[prop]
+        duration = round(time.monotonic() - self.started.get(item.nodeid, time.monotonic()), 6)
+        previous = self.outcomes.get(prop)
+        if previous is not None:
+            duration = round(previous[2] + duration, 6)
+            if previous[0] == "fail":
+                status, witness = previous[0], previous[1]
+        self.outcomes[prop] = (status, witness, duration)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logfinish(self, nodeid, location):
+        if MODE == "agent" and nodeid in self.outcomes:
+            self._emit_agent(nodeid)
+
+    def pytest_runtest_logreport(self, report):
+        if MODE != "agent":
+            return
+        if report.when == "call" or report.outcome != "passed":
+            outcome = report.outcome
+            if hasattr(report, "wasxfail"):
+                outcome = "xfailed" if report.skipped else "xpassed"
+            elif report.when != "call" and report.failed:
+                outcome = "error"
+            previous = self.outcomes.get(report.nodeid)
+            if previous is None or previous[0] == "passed":
+                text = report.longreprtext[-AGENT_TEXT_CHARS:] if report.failed else ""
+                self.outcomes[report.nodeid] = (outcome, text, round(report.duration, 6))
+
+    def _emit_agent(self, nodeid):
+        outcome, text, duration = self.outcomes.pop(nodeid)
+        _emit({"test": nodeid, "outcome": outcome, "text": text, "duration_s": duration})
+
+    def pytest_sessionfinish(self, session, exitstatus):
+        if MODE != "agent":
+            return  # the scorer's rows are built after the session (scorer_payload)
+        for node in list(self.outcomes):
+            self._emit_agent(node)
+        _emit({SENTINEL: True, "seed": SEED, "exitstatus": int(exitstatus), "shadowed": []})
+
+    def scorer_payload(self, exitstatus):
+        """Every scheduled property's row in contract order, the canaries after them, and
+        what was tampered with: what the signer authenticates. Built once, after the
+        session: a process that dies, is killed or leaves early has no rows at all."""
+        schedule = [(prop, node) for node, prop in self.by_node.items()]
+        schedule += [(prop, f"{path}::{name}") for prop, path, name in self.canaries]
+        rows = []
+        for prop, node in schedule:
+            # Scheduled but never reported (not collected, or the session stopped first)
+            # is a fail, never a pass.
+            status, witness, duration = self.outcomes.get(
+                prop, ("fail", f"{prop}|NotRun|{node}", 0.0)
+            )
+            rows.append(
+                {
+                    "prop": prop,
+                    "seed": SEED,
+                    "status": status,
+                    "witness": witness,
+                    "duration_s": duration,
+                    "settings": self.fingerprints.get(prop, ""),
+                }
+            )
+        self._note_tampered("at the end")
+        shadowed = _machinery_shadowed() + self.tampered
+        return {"rows": rows, "end": {"exitstatus": int(exitstatus), "shadowed": shadowed}}
