@@ -9,6 +9,7 @@ live worktree can tell (links, existing files).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import PurePosixPath
 
 
@@ -34,3 +35,11 @@ def normal_tree_path(value: str, what: str) -> str:
     if problem:
         raise ValueError(f"{what} {value!r} {problem}")
     return PurePosixPath(value).as_posix()
+
+
+def under(path: str, roots: Iterable[str]) -> bool:
+    """``path`` is one of ``roots`` or lies below one of them (tree paths; a trailing slash
+    on a root does not matter, and a root that is not a tree path holds nothing)."""
+    return any(
+        path == root.rstrip("/") or path.startswith(root.rstrip("/") + "/") for root in roots
+    )

@@ -11,11 +11,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from patchwarden._hostpaths import is_within
 from patchwarden._treepaths import normal_tree_path
 
 from ._config import Limits, SandboxConfig
 from ._errors import ConfigError, SandboxError
-from ._runtime import SYSTEM_DIRS, PythonRuntime, is_within, python_runtime, which
+from ._runtime import SYSTEM_DIRS, PythonRuntime, python_runtime, which
 
 
 def drops_privileges(config: SandboxConfig) -> bool:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from patchwarden._hostpaths import is_within
+
 from ._config import SandboxConfig
 from ._errors import ConfigError
 
@@ -28,10 +30,6 @@ RUNTIME_PROBE_TIMEOUT_S = 60.0
 machine can take seconds)."""
 SYSTEM_DIRS = ("/usr", "/etc")
 """System directories mounted read-only; they exist on every Linux system."""
-
-
-def is_within(path: Path, ancestor: Path) -> bool:
-    return path == ancestor or ancestor in path.parents
 
 
 @functools.cache

@@ -19,6 +19,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from patchwarden._documents import line_of, parse_document, validate_document
+from patchwarden._hostpaths import is_within
 
 from ._contract import Contract, Property
 from ._errors import HeldOutError
@@ -64,10 +65,6 @@ def _at(where: str, line: int | None) -> str:
     return f"{where}:{line}" if line else where
 
 
-def _within(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
-
-
 def _test_defined(source: Path, name: str) -> bool:
     """Whether the first part of a node id's NAME is a top-level test function or class."""
     head = re.split(r"::|\[", name, maxsplit=1)[0]
@@ -97,7 +94,7 @@ def _check_test(
     rel, _, name = prop.test.partition("::")
     at = _at(where, line_of(text, ("properties", index, "test")))
     path = directory / rel
-    if any(p.is_symlink() for p in (path, *path.parents) if _within(p, directory)):
+    if any(p.is_symlink() for p in (path, *path.parents) if is_within(p, directory)):
         raise HeldOutError(f"held-out test file {rel} is a symbolic link", where=at)
     if not path.is_file():
         raise HeldOutError(f"held-out test file {rel} not found in {directory}", where=at)
@@ -135,7 +132,7 @@ def load_held_out(
     directory = directory.resolve()
     if repo is not None:
         top = repo.resolve()
-        if _within(directory, top) or _within(top, directory):
+        if is_within(directory, top) or is_within(top, directory):
             raise HeldOutError(
                 f"the held-out directory must be outside the repository {top}",
                 where=str(directory),

@@ -26,6 +26,7 @@ import anyio.abc
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 
+from patchwarden._hostpaths import is_within
 from patchwarden.sandbox import (
     ConfigError,
     SandboxConfig,
@@ -124,17 +125,13 @@ def apply_overrides(config: OperatorConfig, options: ServeOptions) -> OperatorCo
     )
 
 
-def _within(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
-
-
 def hide_secret_dirs(config: SandboxConfig, secret_dirs: Sequence[Path]) -> SandboxConfig:
     """``config`` with every secret directory (server and scorer state, logs) that a mount
     would show (system, interpreter or operator paths) covered; used for the agent's runs
     and the scorer's. A directory no mount shows is left alone: covering it would create its
     path inside the sandbox."""
     mounted = [Path(p) for p in mounted_host_paths(config)]
-    hidden = [str(d) for d in secret_dirs if any(_within(d, m) for m in mounted)]
+    hidden = [str(d) for d in secret_dirs if any(is_within(d, m) for m in mounted)]
     if not hidden:
         return config
     return config.model_copy(update={"hidden_paths": (*config.hidden_paths, *hidden)})
@@ -167,12 +164,12 @@ def prepare(options: ServeOptions) -> Setup:
     scorer_state = Path(config.scorer.state_dir).resolve()
     server_state = default_server_state_dir().resolve()
     for name, path in (("log directory", log_dir), ("scorer state directory", scorer_state)):
-        if _within(path, server_state) or _within(server_state, path):
+        if is_within(path, server_state) or is_within(server_state, path):
             raise ConfigError(
                 f"the {name} must be apart from the server state directory {server_state}",
                 where=str(path),
             )
-    if _within(log_dir, scorer_state) or _within(scorer_state, log_dir):
+    if is_within(log_dir, scorer_state) or is_within(scorer_state, log_dir):
         raise ConfigError(
             "the log directory and the scorer state directory must be apart", where=str(log_dir)
         )
@@ -231,7 +228,7 @@ def _held_out_at_start(
     if config.agent.worktree_dir:
         worktrees.append(Path(config.agent.worktree_dir).resolve())
     for directory in worktrees:
-        if _within(held_out.directory, directory) or _within(directory, held_out.directory):
+        if is_within(held_out.directory, directory) or is_within(directory, held_out.directory):
             raise ConfigError(
                 f"the held-out directory must be apart from {directory}",
                 where=str(held_out.directory),

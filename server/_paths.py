@@ -30,19 +30,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from patchwarden._treepaths import under
+
 from ._errors import ToolInputError
 
 MAX_PATH_CHARS = 4096
 MAX_SYMLINK_HOPS = 40  # the kernel's own limit (MAXSYMLINKS)
 GIT_DIR_NAME = ".git"
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-def under(path: str, roots: Sequence[str]) -> bool:
-    """``path`` is one of ``roots`` or lies below one of them (tree-relative posix paths)."""
-    return any(
-        path == r.strip("/") or path.startswith(r.strip("/") + "/") for r in roots if r.strip("/")
-    )
 
 
 def split_path(path: object, *, allow_root: bool = False) -> list[str]:

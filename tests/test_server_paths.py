@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from patchwarden.server import ToolInputError
-from patchwarden.server._paths import PathPolicy, split_path, under
+from patchwarden.server._paths import PathPolicy, split_path
 
 CONTRACT_PATHS = ("contract/differential-contract.yaml", "tests/properties", ".freeze")
 
@@ -84,20 +84,6 @@ def test_split_path_refuses(path: str, message: str) -> None:
 def test_split_path_refuses_non_strings() -> None:
     with pytest.raises(ToolInputError, match="must be a string"):
         split_path(3)
-
-
-@pytest.mark.parametrize(
-    ("path", "roots", "expected"),
-    [
-        ("tests/properties/x.py", ["tests/properties"], True),
-        ("tests/properties", ["tests/properties/"], True),
-        ("tests/propertiesx.py", ["tests/properties"], False),
-        (".freeze/record.json", [".freeze"], True),
-        ("a", [""], False),
-    ],
-)
-def test_under(path: str, roots: list[str], expected: bool) -> None:
-    assert under(path, roots) is expected
 
 
 @pytest.mark.parametrize(

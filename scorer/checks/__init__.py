@@ -5,6 +5,8 @@ review, special cases) and the restore of contract and protected paths from the 
 
 from __future__ import annotations
 
+from patchwarden._treepaths import under
+
 from ._base import (
     AfterRuns,
     BeforeRuns,
@@ -15,7 +17,6 @@ from ._base import (
     Severity,
     SourceChange,
     matches,
-    under,
 )
 from ._check_fixture_drifted import fixture_drifts, snapshot
 from ._check_forged import forgeries

@@ -105,11 +105,5 @@ def found(name: str, hits: list[str], when: Outcome = "reject") -> Check:
     return Check(check=name, outcome=when if hits else "pass", evidence=hits)
 
 
-def under(path: str, roots: Iterable[str]) -> bool:
-    return any(
-        path == root.rstrip("/") or path.startswith(root.rstrip("/") + "/") for root in roots
-    )
-
-
 def matches(path: str, globs: Iterable[str]) -> bool:
     return any(fnmatch.fnmatchcase(path, pattern) for pattern in globs)

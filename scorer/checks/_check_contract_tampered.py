@@ -6,7 +6,9 @@ check shows it and rejects the patch.
 
 from __future__ import annotations
 
-from ._base import BeforeRuns, Check, found, under
+from patchwarden._treepaths import under
+
+from ._base import BeforeRuns, Check, found
 from ._context import PlanContext
 
 

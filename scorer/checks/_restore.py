@@ -14,7 +14,9 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from ._base import matches, under
+from patchwarden._treepaths import under
+
+from ._base import matches
 
 
 def tree_entries(tree: Path) -> set[str]:

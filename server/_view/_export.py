@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchwarden import ConfigError
+from patchwarden._hostpaths import is_within
 
 from ._index import IndexReader, IndexSnapshot
 from ._render import (
@@ -52,15 +53,11 @@ class ExportResult:
     warnings: tuple[str, ...]
 
 
-def _within(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
-
-
 def _check_destination(log_dir: Path, out: Path) -> None:
     if not log_dir.is_dir():
         raise ConfigError("no such log directory", where=str(log_dir))
     real_out, real_logs = out.resolve(), log_dir.resolve()
-    if _within(real_out, real_logs) or _within(real_logs, real_out):
+    if is_within(real_out, real_logs) or is_within(real_logs, real_out):
         raise ConfigError(
             f"the export must be apart from the log directory {real_logs}", where=str(out)
         )

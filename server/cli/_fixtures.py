@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from patchwarden._hostpaths import is_within
 from patchwarden.scorer import (
     DEFAULT_CONTRACT_PATH,
     InputError,
@@ -42,7 +43,7 @@ def _manifest_path(tree: Path, manifest: str | None) -> Path:
 def _in_repo(tree: Path, value: str) -> str:
     path = Path(value)
     absolute = (path if path.is_absolute() else tree / path).resolve()
-    if absolute != tree and tree not in absolute.parents:
+    if not is_within(absolute, tree):
         raise InputError("fixture is outside the repository", where=value)
     return absolute.relative_to(tree).as_posix()
 
