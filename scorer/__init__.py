@@ -11,7 +11,13 @@ from ._batch import (
     with_fetch_urls,
 )
 from ._bundle import append_line
-from ._checkout import envs_dir, read_contract_at, read_only_paths_at, working_tree
+from ._checkout import (
+    envs_dir,
+    read_contract_at,
+    read_only_paths_at,
+    working_copy_note,
+    working_tree,
+)
 from ._config import ScorerConfig
 from ._contract import (
     DEFAULT_CONTRACT_PATH,
@@ -28,6 +34,7 @@ from ._contract_check import (
     ContractCheck,
     TestIdCheck,
     check_contract,
+    is_guard,
     match_test_id,
     require_test_ids,
 )
@@ -185,6 +192,7 @@ __all__ = [
     "guard_fixtures",
     "guards_for",
     "in_flight",
+    "is_guard",
     "list_tickets",
     "load_contract",
     "load_held_out",
@@ -222,6 +230,7 @@ __all__ = [
     "ticket_valid_for",
     "verdict_summary",
     "with_fetch_urls",
+    "working_copy_note",
     "working_tree",
     "write_json_atomic",
     "write_ticket",

@@ -35,7 +35,7 @@ from patchwarden.sandbox import (
 
 from ._config import ScorerConfig
 from ._contract import Contract, load_contract, parse_contract
-from ._errors import ContractError
+from ._errors import ContractError, PatchwardenError
 from ._faults import pause_point
 from ._fixtures import parse_manifest
 from ._hashing import hash_json
@@ -160,3 +160,23 @@ def read_only_paths_at(
             manifest = parse_manifest(data.decode("utf-8", "replace"), where)
             fixtures = [entry.fixture for entry in manifest.fixtures]
     return contract.contract_paths(contract_file, fixtures=fixtures)
+
+
+def working_copy_note(repo: Path, sha: str, contract: str) -> str:
+    """One line when the working tree's copy of the contract differs from the one committed
+    at ``sha``, which the command reads (empty when they agree, or there is no copy)."""
+    if tree_path_problem(contract):
+        return ""
+    committed = file_at(repo, sha, contract)
+    if committed is None:
+        return ""
+    try:
+        current = (repo_root(repo) / contract).read_bytes()
+    except (OSError, PatchwardenError):
+        return ""
+    if current == committed:
+        return ""
+    return (
+        f"{contract} in the working tree differs from the one committed at {sha[:12]}; "
+        "this uses the committed one (commit the change to use it)"
+    )

@@ -16,9 +16,9 @@ with the trusted runner's profile and the import layout ``score`` will use:
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from patchwarden._documents import line_of
@@ -40,7 +40,7 @@ from ._config import ScorerConfig
 from ._contract import Contract, manifest_fixtures
 from ._errors import ContractError
 from ._score import RunProgress
-from .checks import remove_bytecode
+from .checks import remove_bytecode, restore_from_parent
 
 SHOWN_TESTS = 3
 """How many of the tests an ambiguous id selects are named in its error."""
@@ -72,18 +72,52 @@ class ContractCheck:
     collection_errors: list[tuple[str, str]]
     runs: dict[int, PropertyRun]
     """Seed -> the base's run, in schedule order."""
+    reference: str | None = None
+    """The reference fix's sha (``contract check --reference``), its contract paths restored
+    from the base as ``score`` restores them."""
+    reference_runs: dict[int, PropertyRun] = field(default_factory=dict)
+
+    def passing(self, prop: str, runs: Mapping[int, PropertyRun] | None = None) -> bool:
+        """``prop`` passes on every seed of ``runs`` (default: the base's)."""
+        chosen = self.runs if runs is None else runs
+        return bool(chosen) and all(
+            any(r.prop == prop and r.status == "pass" for r in run.records)
+            for run in chosen.values()
+        )
+
+    def reference_problems(self) -> list[str]:
+        """Every property that does not pass on every seed of the reference, as one line
+        each: a guard there asserts what the fix changes, a target is not made to hold."""
+        if self.reference is None:
+            return []
+        short = self.reference[:12]
+        problems = []
+        for check in self.ids:
+            if self.passing(check.prop, self.reference_runs):
+                continue
+            if is_guard(check.prop):
+                problems.append(
+                    f"{check.prop} fails on the reference {short}: it asserts behaviour the "
+                    "fix changes"
+                )
+            else:
+                problems.append(
+                    f"{check.prop} does not pass on the reference {short}: the fix does not "
+                    "make it hold"
+                )
+        return problems
 
     def always_passing(self) -> list[str]:
         """Properties that pass on every seed of the base: nothing for a patch to clear."""
-        props = [c.prop for c in self.ids]
-        return [
-            prop
-            for prop in props
-            if all(
-                any(r.prop == prop and r.status == "pass" for r in run.records)
-                for run in self.runs.values()
-            )
-        ]
+        return [c.prop for c in self.ids if self.passing(c.prop)]
+
+
+GUARD_PREFIX = "guard."
+"""The id prefix of a regression guard (``contract init --guards-for``, ``task from-fix``)."""
+
+
+def is_guard(prop: str) -> bool:
+    return prop.startswith(GUARD_PREFIX)
 
 
 def match_test_id(
@@ -191,19 +225,23 @@ def check_contract(
     sandbox_config: SandboxConfig,
     *,
     run_schedule: bool = True,
+    reference: str | None = None,
     on_run: RunProgress | None = None,
 ) -> ContractCheck:
     """Collect every property's test id on ``base``; raise ContractError if one cannot be
-    used; then (``run_schedule``) run every seed on the base, calling ``on_run(done, total,
-    "base seed S")`` as each run ends."""
+    used; then (``run_schedule``) run every seed on the base, and on ``reference`` (a known
+    good fix, its contract paths restored from the base) when given, calling
+    ``on_run(done, total, "base seed S")`` as each run ends."""
     require_sandbox(sandbox_config)
     base_sha = resolve_commit(repo, base)
+    reference_sha = resolve_commit(repo, reference) if reference is not None else None
     contract, contract_file = read_contract_at(repo, base_sha, contract_arg)
     if not contract.properties:
         raise ContractError("the contract lists no properties", where=contract_arg)
     contract_where = contract_file or contract_arg
     text = _contract_text(repo, base_sha, contract_arg, contract_file)
-    clone = scorer_clone(repo, [base_sha], config)
+    clone = scorer_clone(repo, [base_sha, *([reference_sha] if reference_sha else [])], config)
+    reference_runs: dict[int, PropertyRun] = {}
     with clean_checkout(clone, base_sha, config) as tree:
         remove_bytecode(tree)
         contract_paths = contract.contract_paths(
@@ -221,12 +259,28 @@ def check_contract(
             runs = run_seeds(
                 tree, contract, sandbox_config, config, contract_paths, layout, on_run, "base"
             )
+        if run_schedule and reference_sha is not None:
+            with clean_checkout(clone, reference_sha, config) as fixed:
+                remove_bytecode(fixed)
+                restore_from_parent(tree, fixed, contract_paths, config.protected_paths)
+                reference_runs = run_seeds(
+                    fixed,
+                    contract,
+                    sandbox_config,
+                    config,
+                    contract_paths,
+                    layout,
+                    on_run,
+                    "reference",
+                )
     return ContractCheck(
         base=base_sha,
         layout=layout,
         ids=ids,
         collection_errors=errors,
         runs={seed: runs[seed] for seed in contract.seeds if seed in runs},
+        reference=reference_sha,
+        reference_runs={s: reference_runs[s] for s in contract.seeds if s in reference_runs},
     )
 
 

@@ -45,7 +45,7 @@ from patchwarden.sandbox import (
 from ._checkout import clean_checkout, scorer_clone
 from ._config import ScorerConfig
 from ._contract import DEFAULT_CONTRACT_PATH, DEFAULT_SEEDS, Contract, Property, property_id
-from ._contract_check import run_seeds
+from ._contract_check import is_guard, run_seeds
 from ._errors import InputError
 from ._guard_tests import guard_tests, is_test_file
 from ._score import RunProgress, ScoreRequest, Verdict, score
@@ -159,10 +159,10 @@ class Task:
         return not self.problem and len(self.validation) == 2 and all(v.ok for v in self.validation)
 
     def targets(self) -> list[Property]:
-        return [p for p in self.properties if p.id.startswith("target.")]
+        return [p for p in self.properties if not is_guard(p.id)]
 
     def guards(self) -> list[Property]:
-        return [p for p in self.properties if p.id.startswith("guard.")]
+        return [p for p in self.properties if is_guard(p.id)]
 
     def excluded(self) -> list[TestResult]:
         return [r for r in self.results if r.kind == "excluded"]

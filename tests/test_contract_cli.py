@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from patchwarden.scorer import contract_skeleton, match_test_id, parse_contract
+from patchwarden.sandbox import ImportLayout, ProcessResult, PropertyRecord, PropertyRun
+from patchwarden.scorer import (
+    ContractCheck,
+    TestIdCheck,
+    contract_skeleton,
+    match_test_id,
+    parse_contract,
+)
 from tests._git_repos import commit, init_repo, operator_config, patchwarden
 from tests._terminal import run_on_terminal
 from tests.conftest import CONTRACT
@@ -81,6 +88,10 @@ def test_check_prints_property_by_seed_and_warns_about_always_passing(
     proc = _run(small, "contract", "check", "--repo", str(small["repo"]), "--base", "good")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
+    # The working tree holds the typo commit's contract: the check says it reads good's.
+    assert lines.pop(0).startswith(
+        f"note: {CONTRACT} in the working tree differs from the one committed at "
+    )
     assert lines[0].endswith(": 2 properties, seeds 11 29")
     assert lines[1] == "import roots: . (the tree)"
     assert "prop.always_true, prop.double_is_even collected on the base" in proc.stdout
@@ -289,6 +300,9 @@ def test_init_adds_the_projects_tests_of_a_function_as_guards_that_pass_on_the_b
         "tests/test_clamp.py::ClampTests::test_keeps, tests/test_clamp.py::ClampTests::test_setup"
         ", ...)",
         "guards for mathlib.other: 1 test (tests/test_clamp.py::test_other)",
+        "warning: a guard that asserts the bug (a test the fix must change) makes every "
+        "honest fix a regression reject: check the guards against a known-good fix with "
+        "`contract check --reference REF`",
         f"next: fill in each oracle, commit the contract with the property tests, then run "
         f"`patchwarden contract check --repo {root}`",
     ]
@@ -322,3 +336,43 @@ def test_init_refuses_a_guards_for_name_no_test_names(tmp_path: Path) -> None:
         "repository's test files names 'bump'\n"
     )
     assert not (tmp_path / "repo" / CONTRACT).exists()
+
+
+def _check_with(outcomes: dict[str, tuple[str, str]]) -> ContractCheck:
+    """A ContractCheck as check_contract returns it: prop -> (base, reference) status on
+    every seed. Built in memory: the report's layout is what is under test, not the runs."""
+    process = ProcessResult((), 0, None, "", "", False, False, False, False, 0.1, "stub")
+
+    def runs(side: int) -> dict[int, PropertyRun]:
+        records = [
+            PropertyRecord(prop, got[side], "" if got[side] == "pass" else f"{prop}|E|t.py:1", 0.0)
+            for prop, got in outcomes.items()
+        ]
+        return {seed: PropertyRun(seed, records, [], True, [], [], process) for seed in (11, 29)}
+
+    ids = [TestIdCheck(prop, f"t/test_a.py::{prop}", "c.yaml:1", 1, "") for prop in outcomes]
+    return ContractCheck("b" * 40, ImportLayout(), ids, [], runs(0), "r" * 40, runs(1))
+
+
+def test_many_guards_are_summarised_and_warned_about_only_when_they_matter(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from patchwarden.server.cli._contract import _report
+
+    outcomes = {"prop.bug": ("fail", "pass"), "prop.other": ("fail", "fail")}
+    outcomes |= {f"guard.g{i}": ("pass", "pass") for i in range(8)}
+    outcomes |= {"guard.asserts_bug": ("pass", "fail"), "guard.broken": ("fail", "fail")}
+    failed = _report(_check_with(outcomes))
+    out = capsys.readouterr().out
+    assert "test ids: prop.bug, prop.other and 10 guards collected on the base" in out
+    rows = [line.split()[0] for line in out.splitlines() if line.startswith(("prop.", "guard."))]
+    assert rows == ["prop.bug", "prop.other", "guard.asserts_bug", "guard.broken"]
+    assert "guards: 8 of 10 pass on every seed of the base and the reference (not shown)" in out
+    assert "passes on every seed of the base" not in out
+    assert "warning: guard.broken does not pass on every seed of the base" in out
+    assert failed == (
+        "prop.other does not pass on the reference rrrrrrrrrrrr: the fix does not make it "
+        "hold; guard.asserts_bug fails on the reference rrrrrrrrrrrr: it asserts behaviour "
+        "the fix changes; guard.broken fails on the reference rrrrrrrrrrrr: it asserts "
+        "behaviour the fix changes"
+    )

@@ -215,6 +215,9 @@ def test_task_from_a_fix_that_rewrites_the_test_of_the_old_behaviour(
     commit(repo, {"tests/test_globber.py": WEAKENED}, "weaken the test")
     repo.create_tag("weakened")
     repo.git.checkout("--quiet", "v1")
+    stray = Path(str(project["repo"])) / "contract" / "differential-contract.yaml"
+    stray.parent.mkdir()
+    stray.write_text("seeds: [1]\n")  # an operator's draft in the working tree, not committed
     scored = _run(
         project,
         "score",
@@ -228,7 +231,14 @@ def test_task_from_a_fix_that_rewrites_the_test_of_the_old_behaviour(
         "contract/differential-contract.yaml",
         "--json",
     )
+    stray.unlink()
+    stray.parent.rmdir()
     assert scored.returncode == 1, scored.stdout + scored.stderr
+    assert scored.stderr == (
+        "patchwarden: note: contract/differential-contract.yaml in the working tree differs "
+        f"from the one committed at {task['base'][:12]}; this uses the committed one (commit "
+        "the change to use it)\n"
+    )
     verdict = json.loads(scored.stdout)
     assert verdict["decision"] == "reject"
     outcomes = {c["check"]: c["outcome"] for c in verdict["scorecard"]}
@@ -314,3 +324,68 @@ def test_the_report_names_targets_counts_guards_and_lists_exclusions(
         "differential accept\n"
     )
     assert not task.validated
+
+
+PROPERTY = """\
+from globber import bracket
+
+
+def test_reversed_range_is_a_null_pattern():
+    assert bracket("z-a").match("m") is None
+"""
+
+
+@pytest.mark.bwrap
+def test_check_against_a_reference_names_the_guard_that_asserts_the_bug(
+    project: dict[str, object],
+) -> None:
+    """The pathspec trial of docs/design/tasks.md: `--guards-for` takes the project's test
+    that asserts the old behaviour as a guard; on the base it passes like the others, and
+    only the known-good fix shows it can never be a both_pass."""
+    repo: git.Repo = project["git"]  # type: ignore[assignment]
+    root = str(project["repo"])
+    repo.git.checkout("--quiet", "-b", "hand", "v1")
+    try:
+        commit(repo, {"tests/properties/test_reversed.py": PROPERTY}, "the operator's property")
+        init = patchwarden(
+            "contract", "init", "--repo", root, "--guards-for", "bracket",
+            "--test", "tests/properties/test_reversed.py::test_reversed_range_is_a_null_pattern",
+        )  # fmt: skip
+        assert init.returncode == 0, init.stderr
+        assert (
+            "warning: a guard that asserts the bug (a test the fix must change) makes every "
+            "honest fix a regression reject: check the guards against a known-good fix with "
+            "`contract check --reference REF`"
+        ) in init.stdout
+        commit(repo, {}, "the contract")
+        repo.create_tag("hand-base")
+        commit(repo, {"globber.py": NEW, "tests/test_globber.py": TESTS_NEW}, "the real fix")
+        repo.create_tag("hand-fix")
+        repo.git.checkout("--quiet", "hand-base")
+        # The working copy's contract differs from the committed one: one line says so.
+        contract_file = Path(root) / "contract/differential-contract.yaml"
+        committed = contract_file.read_text()
+        contract_file.write_text(committed + "# an edit not committed\n")
+        check = _run(
+            project, "contract", "check", "--repo", root, "--base", "hand-base",
+            "--reference", "hand-fix",
+        )  # fmt: skip
+        contract_file.write_text(committed)
+    finally:
+        repo.git.checkout("--quiet", "v1")
+    short = repo.commit("hand-fix").hexsha[:12]
+    assert check.returncode == 1, check.stdout + check.stderr
+    assert check.stdout.splitlines()[0] == (
+        "note: contract/differential-contract.yaml in the working tree differs from the one "
+        f"committed at {repo.commit('hand-base').hexsha[:12]}; this uses the committed one "
+        "(commit the change to use it)"
+    )
+    rows = {line.split()[0]: line.split()[1:] for line in check.stdout.splitlines() if line}
+    assert rows["guard.reversed_range_raises"][:3] == ["pass", "pass", "pass"]
+    assert rows["guard.reversed_range_raises"][3] == "fail:"
+    assert rows["prop.reversed_range_is_a_null_pattern"][-1] == "pass"
+    assert rows["guard.simple_range"] == ["pass"] * 4
+    assert check.stdout.splitlines()[-1] == (
+        f"check failed: guard.reversed_range_raises fails on the reference {short}: it "
+        "asserts behaviour the fix changes"
+    )

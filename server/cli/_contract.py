@@ -19,7 +19,9 @@ from patchwarden.scorer import (
     check_contract,
     contract_skeleton,
     guards_for,
+    is_guard,
     normalise_witness,
+    working_copy_note,
 )
 
 from ._base import (
@@ -35,6 +37,8 @@ from ._base import (
 from ._progress import progress
 
 FOREIGN_MODULE = "ForeignModule"
+SHOWN_GUARDS = 5
+"""Up to this many guards are rows of the table; beyond, only those that matter are."""
 
 
 @click.group("contract", cls=OneLineGroup)
@@ -47,19 +51,38 @@ def contract_group() -> None:
 @click.option(
     "--base", default="HEAD", show_default=True, help="The base commit agents start from."
 )
+@click.option(
+    "--reference",
+    default=None,
+    metavar="REF",
+    help="A known-good fix of the base: every property must pass on it too (its contract "
+    "paths restored from the base, as score does), or exit 1 naming the property.",
+)
 @contract_option
 @config_option
-def check_cmd(repo: Path, base: str, contract: str, config_path: Path | None) -> None:
+def check_cmd(
+    repo: Path, base: str, reference: str | None, contract: str, config_path: Path | None
+) -> None:
     """Collect every property's test on BASE in the sandbox (a missing or ambiguous id:
     exit 2, naming the property and the contract's file:line), then run the schedule on
-    BASE and print property x seed outcomes. Exit 1 when a run could not measure the
-    project's code (incomplete, or code imported from outside the tree)."""
+    BASE (and on REFERENCE) and print property x seed outcomes. Exit 1 when a run could
+    not measure the project's code (incomplete, or code imported from outside the tree),
+    or when a property does not pass on every seed of REFERENCE."""
     config = config_of(config_path)
     with progress("contract check", total=None) as bar:
         bar.note("collecting the property tests on the base")
         result = check_contract(
-            repo, base, contract, config.scorer, config.sandbox, on_run=bar.report
+            repo,
+            base,
+            contract,
+            config.scorer,
+            config.sandbox,
+            reference=reference,
+            on_run=bar.report,
         )
+    note = working_copy_note(repo, result.base, contract)
+    if note:
+        click.echo(f"note: {printable(note)}")
     failed = _report(result)
     if failed:
         click.echo(f"check failed: {failed}")
@@ -78,47 +101,101 @@ def _cell(prop: str, run: PropertyRun | None) -> str:
     return printable(f"fail: {witness.replace('|', ' at ', 1)}")
 
 
+def _reference_cell(prop: str, result: ContractCheck) -> str:
+    """The reference's outcome of ``prop``: pass, or its first failing seed's cell."""
+    for run in result.reference_runs.values():
+        cell = _cell(prop, run)
+        if cell != "pass":
+            return cell
+    return "pass" if result.reference_runs else "missing (no run)"
+
+
+def _shown(result: ContractCheck) -> tuple[list[str], list[str]]:
+    """(properties in the table, guards summarised instead): every target; the guards
+    too when there are few, else only those that do not pass everywhere (they matter)."""
+    props = [c.prop for c in result.ids]
+    guards = [p for p in props if is_guard(p)]
+    if len(guards) <= SHOWN_GUARDS:
+        return props, []
+    quiet = [
+        p
+        for p in guards
+        if result.passing(p)
+        and (result.reference is None or result.passing(p, result.reference_runs))
+    ]
+    return [p for p in props if p not in quiet], quiet
+
+
 def _report(result: ContractCheck) -> str:
     """Print what the check found; return why it failed (empty when it held)."""
     props = [c.prop for c in result.ids]
+    guards = [p for p in props if is_guard(p)]
     click.echo(
-        f"base {result.base[:12]}: {len(props)} propert{'y' if len(props) == 1 else 'ies'}, "
-        f"seeds {' '.join(str(s) for s in result.runs)}"
+        f"base {result.base[:12]}: {len(props)} propert{'y' if len(props) == 1 else 'ies'}"
+        + (f" ({len(guards)} guard{'s' * (len(guards) != 1)})" if guards else "")
+        + f", seeds {' '.join(str(s) for s in result.runs)}"
+        + (f"; reference {result.reference[:12]}" if result.reference else "")
     )
     roots = [*result.layout.sources, ". (the tree)"]
     click.echo(f"import roots: {', '.join(roots)}")
     for note in result.layout.notes:
         click.echo(f"note: {printable(note)}")
+    named = [c for c in result.ids if not is_guard(c.prop) or len(guards) <= SHOWN_GUARDS]
     click.echo(
         "test ids: "
         + ", ".join(
-            f"{c.prop} ({c.cases} parametrized cases)" if c.cases > 1 else c.prop
-            for c in result.ids
+            f"{c.prop} ({c.cases} parametrized cases)" if c.cases > 1 else c.prop for c in named
         )
+        + (f" and {len(guards)} guards" if len(named) < len(props) else "")
         + " collected on the base"
     )
     for node, text in result.collection_errors:
         last = [line for line in text.splitlines() if line.strip()]
         click.echo(f"note: collection error in {node}: {printable(last[-1] if last else '')}")
+    shown, quiet = _shown(result)
+    headers = ["property", *[f"seed {s}" for s in result.runs]]
+    if result.reference is not None:
+        headers.append("reference")
     rows = [
-        [printable(prop), *[_cell(prop, result.runs.get(seed)) for seed in result.runs]]
-        for prop in props
+        [
+            printable(prop),
+            *[_cell(prop, result.runs.get(seed)) for seed in result.runs],
+            *([_reference_cell(prop, result)] if result.reference is not None else []),
+        ]
+        for prop in shown
     ]
-    click.echo(table(["property", *[f"seed {s}" for s in result.runs]], rows))
+    click.echo(table(headers, rows))
+    if quiet:
+        where = "the base and the reference" if result.reference else "the base"
+        click.echo(
+            f"guards: {len(quiet)} of {len(guards)} pass on every seed of {where} (not shown)"
+        )
     for prop in result.always_passing():
+        if is_guard(prop):
+            continue
         click.echo(
             f"warning: {printable(prop)} passes on every seed of the base: a patch has nothing "
             "to clear (at best both_pass); right for a guard against regressions, but it does "
             "not catch the bug"
         )
+    for prop in guards:
+        if result.runs and not result.passing(prop):
+            click.echo(
+                f"warning: {printable(prop)} does not pass on every seed of the base: a guard "
+                "that fails there can only be a uniform_fail reject"
+            )
     problems = []
-    for seed, run in result.runs.items():
-        if not run.complete or run.missing:
-            problems.append(f"the run of seed {seed} is incomplete")
-        foreign = [r for r in run.records if f"|{FOREIGN_MODULE}|" in r.witness]
-        if foreign:
-            detail = foreign[0].witness.split("|", 2)[2]
-            problems.append(f"seed {seed} imported the project from outside the tree: {detail}")
+    for side, runs in (("", result.runs), ("reference ", result.reference_runs)):
+        for seed, run in runs.items():
+            if not run.complete or run.missing:
+                problems.append(f"the {side}run of seed {seed} is incomplete")
+            foreign = [r for r in run.records if f"|{FOREIGN_MODULE}|" in r.witness]
+            if foreign:
+                detail = foreign[0].witness.split("|", 2)[2]
+                problems.append(
+                    f"{side}seed {seed} imported the project from outside the tree: {detail}"
+                )
+    problems += result.reference_problems()
     return printable("; ".join(dict.fromkeys(problems)))
 
 
@@ -187,6 +264,12 @@ def init_cmd(repo: Path, tests: tuple[str, ...], guards: tuple[str, ...], contra
     for name, named in found.items():
         shown = ", ".join(named[:3]) + (", ..." if len(named) > 3 else "")
         click.echo(f"guards for {name}: {len(named)} test{'s' * (len(named) != 1)} ({shown})")
+    if found:
+        click.echo(
+            "warning: a guard that asserts the bug (a test the fix must change) makes every "
+            "honest fix a regression reject: check the guards against a known-good fix with "
+            "`contract check --reference REF`"
+        )
     click.echo(
         "next: fill in each oracle, commit the contract with the property tests, then run "
         f"`patchwarden contract check --repo {repo}`"

@@ -6,7 +6,15 @@ from pathlib import Path
 
 import click
 
-from patchwarden.scorer import ScoreRequest, decide, load_contract, read_rows, review_note, score
+from patchwarden.scorer import (
+    ScoreRequest,
+    decide,
+    load_contract,
+    read_rows,
+    review_note,
+    score,
+    working_copy_note,
+)
 
 from ..config import load_config
 from ._base import OneLineCommand, emit_decision
@@ -51,5 +59,8 @@ def run_score(
             config.sandbox,
             on_run=bar.report,
         )
+    differs = working_copy_note(repo, verdict.parent_sha, contract)
+    if differs:
+        click.echo(f"patchwarden: note: {differs}", err=True)
     note = verdict.review_note + f"evidence: {verdict.bundle}\n"
     emit_decision(verdict.decision, verdict.to_json(), note, as_json)
