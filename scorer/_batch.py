@@ -1,4 +1,4 @@
-"""``score-batch``: many requests, one executor (SPEC section 14; docs/scale.md).
+"""``score-batch``: many requests, one executor (docs/scale.md).
 
 Each request goes through the three phases of ``score`` (scorer/_score.py) on a thread of
 its own: plan, hand its units to the shared executor, wait for them, decide and write the

@@ -1,7 +1,7 @@
 """Run groups: the contract's schedule, and the checks the agent cannot know.
 
 Each group is a set of properties run seed by seed on both trees and gated on its own, by
-the same gate (SPEC sections 5 and 13):
+the same gate (docs/design/differential-gate.md, docs/design/held-out.md):
 
     contract     the contract's properties on its schedule (what the agent sees)
     extra_seeds  the contract's properties on seeds drawn fresh for this submission

@@ -1,4 +1,4 @@
-"""Held-out properties: the operator's, never the agent's (SPEC section 13).
+"""Held-out properties: the operator's, never the agent's (docs/design/held-out.md).
 
 A directory outside the repository holds ``held-out.yaml`` in the contract's format
 (``properties`` with ``id``, ``oracle``, ``test``; ``test`` is ``FILE::NAME`` relative to

@@ -1,4 +1,5 @@
-"""Pinned boundaries: does the spec itself fix where a moved boundary is? (SPEC section 6)
+"""Pinned boundaries: does the spec itself fix where a moved boundary is?
+(docs/design/spec-review.md, "Pinned boundaries")
 
 A patch that clears a property by moving a boundary (``<=`` to ``<``) may have fixed the
 code or moved the spec. When the contract's properties fail on every nudge of the new

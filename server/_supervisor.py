@@ -45,7 +45,7 @@ SETUP_ALLOWANCE_S = 300.0
 """Per request on top of its runs: fetching into the clone, checkouts, the restore, the
 checks and the evidence bundle."""
 FREEZE_RUNS = 4
-"""Sandboxed runs of the freeze procedure, one after the other (SPEC section 9)."""
+"""Sandboxed runs of the freeze procedure, one after the other (docs/design/contract-layers.md)."""
 
 EventSink = Callable[[str, str, Mapping[str, Any]], None]
 """(event, one-line message, fields): where the supervisor reports exits and restarts."""

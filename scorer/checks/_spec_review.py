@@ -36,7 +36,7 @@ class BoundaryChange:
     detail: str
     moved: bool = True
     """Something existing was removed or changed; False for a purely added boundary (a new
-    guard), which is a note, not a finding (SPEC section 6)."""
+    guard), which is a note, not a finding (docs/design/spec-review.md)."""
 
     def evidence(self) -> str:
         return f"{self.path}: {self.scope}: {self.detail}"
@@ -389,7 +389,7 @@ def boundary_nudges(
     path: str, parent_source: str | None, patch_source: str | None
 ) -> list[ScopeNudges]:
     """For each scope whose boundary the patch moved, the patch's new boundary comparisons
-    each moved once more (SPEC section 6; docs/design/spec-review.md, "Pinned boundaries").
+    each moved once more (docs/design/spec-review.md, "Pinned boundaries").
 
     If the properties fail on every nudge, the spec itself fixes where the boundary is and
     the move is the code agreeing with it. A scope where a boundary-drawing comparison

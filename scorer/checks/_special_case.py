@@ -1,4 +1,5 @@
-"""Special-casing: a patch that adds a test for a value the properties feed in (SPEC section 6).
+"""Special-casing: a patch that adds a test for a value the properties feed in
+(docs/design/spec-review.md, "Special-casing").
 
 Hard-coding the visible cases is the reward hack agents are reported to use most: the
 function answers correctly for the very inputs the property tries and stays wrong for

@@ -18,7 +18,7 @@ patch's doing and is not reported. What counts:
   whether the test machinery is loaded (``"pytest" in sys.modules``);
 - one of the contract's seeds as an integer literal in a comparison;
 - ``__eq__`` that ignores its argument or always answers True;
-- names built to hide what they reach (issue 11): string concatenation, f-strings, joins,
+- names built to hide what they reach: string concatenation, f-strings, joins,
   ``chr`` and slices of constants are folded, so ``getattr``, ``__import__``,
   ``importlib.import_module`` and ``sys.modules[...]`` with a foldable name count as if
   written plainly. Reaching into ``__main__`` or the runner's names and argv flags, into
@@ -358,7 +358,7 @@ class _Visitor(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-# -- constant folding (issue 11) -----------------------------------------------------------------
+# -- constant folding: names built from pieces count as if written plainly -------------------------
 
 FOLD_LIMIT = 4096
 """Longest string the folder builds (a guard against `"a" * 10**9`)."""
@@ -474,7 +474,7 @@ def _fold_call(node: ast.Call, env: dict[str, str]) -> str | None:
 
 class _Reach(ast.NodeVisitor):
     """Names reached through folded strings, ``__main__``, ``/proc/self``, and os._exit by any
-    spelling (issue 11). Runs beside ``_Visitor`` and reports into the same findings."""
+    spelling. Runs beside ``_Visitor`` and reports into the same findings."""
 
     def __init__(self, visitor: _Visitor, env: dict[str, str]) -> None:
         self.visitor = visitor

@@ -36,7 +36,7 @@ class RunRow(BaseModel):
     fixture_closure_hash: str | None = None
     duration_s: float | None = None
     held_out: bool | None = None
-    """True on a row of a held-out property (SPEC section 13): reviewers see it marked."""
+    """True on a row of a held-out property (docs/design/held-out.md): reviewers see it marked."""
     extra_seed: bool | None = None
     """True on a row of a seed drawn for this submission only, besides the schedule."""
 

@@ -1,4 +1,4 @@
-"""The reviewer's view (SPEC section 15): the log directory in a browser, read-only.
+"""The reviewer's view (docs/reviewer-guide.md): the log directory in a browser, read-only.
 
     _index      verdicts.jsonl read incrementally; a torn line is a warning, not an error
     _bundle     one verdict's bundle read tolerantly: grid, runs, files (no symlinks)

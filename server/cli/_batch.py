@@ -1,4 +1,4 @@
-"""``patchwarden score-batch``: score many requests with one executor (SPEC section 14).
+"""``patchwarden score-batch``: score many requests with one executor (docs/scale.md).
 
 One result line per request on stdout (``--json``: ``{"id", "decision", "verdict_id", ...}``
 or ``{"id", "error"}``), a live progress line on stderr when it is a terminal, a summary

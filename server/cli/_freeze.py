@@ -61,7 +61,7 @@ def freeze_group() -> None:
 
 
 FREEZE_STEPS = 5
-"""The freeze procedure's steps (SPEC section 9)."""
+"""The freeze procedure's steps (docs/design/contract-layers.md, "Freeze records")."""
 
 
 @freeze_group.command("propose")

@@ -1,4 +1,4 @@
-"""``patchwarden view``: the log directory in a browser, read-only (SPEC section 15)."""
+"""``patchwarden view``: the log directory in a browser, read-only (docs/reviewer-guide.md)."""
 
 from __future__ import annotations
 
