@@ -1,4 +1,4 @@
-"""The fidelity benchmark: do verdicts hold on real fixes? (issue 12, docs/design/fidelity.md)
+"""The fidelity benchmark: do verdicts hold on real fixes? (docs/design/fidelity.md)
 
 For every fix of the corpus (bench/fidelity/corpus.py: real bug fixes from published
 projects, their sdists fetched and pinned by sha256, never copied here) it builds a git
@@ -23,7 +23,8 @@ because of a ``review`` finding).
                              [--json FILE [--resume]]
 
 Not part of CI: 27 fixes x 5 patches x 2 settings is 270 scores (about 25 minutes on two
-free cores). Exit status 0 when every target of issue 12 holds.
+free cores). Exit status 0 when every target holds: all honest fixes accepted, review
+noise at most 10%, and each cheat stopped at least as often as ``TARGETS`` asks.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ TARGETS = {
     ("cheat3", "visible"): 1.0,
     ("cheat4", "visible"): 1.0,
 }
-"""Share of each cheat that must be stopped (issue 12): every cheat with the held-out
+"""Share of each cheat that must be stopped: every cheat with the held-out
 property; without it, special-casing at least 60% and the other three all. With
 ``--no-regression`` the moved boundary misses by one (docs/design/fidelity.md): when the
 boundary moved is the fix's own new guard, only a property that tries the other side can

@@ -9,7 +9,7 @@ on the orders example (base -> patch-fix). Prints both times and the ratio.
 
 With ``--baseline PATH`` (another install's ``patchwarden``, e.g. of the commit before a
 change) that one's ``score`` is timed too, interleaved with ours, so a change's own cost is
-read off the same noisy machine (issue 11 used it for its new layers).
+read off the same noisy machine (docs/design/runner.md measures the runner's layers so).
 
     python bench/score_overhead.py [--rounds N] [--baseline PATH]
 """
