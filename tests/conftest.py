@@ -30,7 +30,7 @@ BUNDLE_FILES = {
     "layout.json",
     "runs",
 }
-"""What every evidence bundle holds (SPEC section 11)."""
+"""What every evidence bundle holds (docs/reviewer-guide.md)."""
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -1,5 +1,5 @@
 """Eight ``patchwarden score`` processes at once on one repository, one state directory and
-one log directory (SPEC section 14: any number may share them).
+one log directory (docs/scale.md: any number may share them).
 
 They start together on a state directory without a clone, so they race to create it, to
 fetch into it and to add and remove worktrees, and they append to one index. Every process

@@ -1,4 +1,4 @@
-"""`patchwarden decide`: the gate alone on saved rows (SPEC sections 5 and 12).
+"""`patchwarden decide`: the gate alone on saved rows (docs/design/differential-gate.md).
 
 Runs the real CLI in-process with click's CliRunner, and a few cases as a
 real subprocess of the installed console script to prove the exit codes.

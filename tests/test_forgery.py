@@ -1,4 +1,5 @@
-"""Unforgeable results (issue 11): the authenticated channel, the audit hook, the canaries.
+"""Unforgeable results: the authenticated channel, the audit hook, the canaries
+(docs/design/runner.md).
 
 The channel checks are pure (`verify_channel` on bytes); the rest runs the real reporter
 under bubblewrap, a few sandboxed processes in all (docs/design/runner.md).

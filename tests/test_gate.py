@@ -32,7 +32,7 @@ PROP = "prop.order_total_non_negative"
 OTHER = "prop.order_lines_sum"
 W = f"{PROP}|AssertionError|tests/properties/test_orders.py:12"
 W2 = f"{PROP}|AssertionError|tests/properties/test_orders.py:19"
-SPEC = "sha256:" + "a" * 64
+SPEC1 = "sha256:" + "a" * 64
 SPEC2 = "sha256:" + "b" * 64
 FIX = "sha256:" + "c" * 64
 FIX2 = "sha256:" + "d" * 64
@@ -262,7 +262,7 @@ FREEZE_SEEDS = [11, 29]
 
 def freeze_base(**overrides: Any) -> tuple[list[RunRow], list[RunRow]]:
     """Parent: 11 fail, 29 pass; patch: 11 and 29 fail; same hashes, same witness."""
-    hashes = {"spec_hash": SPEC, "fixture_closure_hash": FIX}
+    hashes = {"spec_hash": SPEC1, "fixture_closure_hash": FIX}
     parent = side("F.", FREEZE_SEEDS, **hashes)
     patch = side("FF", FREEZE_SEEDS, **hashes)
     return parent, patch
@@ -563,7 +563,7 @@ def test_matching_contract_hash_rows_are_kept() -> None:
 @pytest.mark.parametrize(
     ("pin", "row_field", "row_value"),
     [
-        ({"spec_hash": SPEC}, "spec_hash", SPEC2),
+        ({"spec_hash": SPEC1}, "spec_hash", SPEC2),
         ({"fixture_closure_hash": FIX}, "fixture_closure_hash", FIX2),
     ],
     ids=["spec", "fixtures"],
@@ -690,7 +690,7 @@ def test_empty_parent_list_is_not_no_parent() -> None:
 @pytest.mark.parametrize(
     ("field", "a", "b", "skip"),
     [
-        ("spec_hash", SPEC, SPEC2, "spec_hash_differs"),
+        ("spec_hash", SPEC1, SPEC2, "spec_hash_differs"),
         ("fixture_closure_hash", FIX, FIX2, "fixture_hash_differs"),
     ],
 )
@@ -710,10 +710,10 @@ def test_tree_hash_differs_is_skipped(
 
 def test_tree_hash_differs_on_another_property_skips_whole_gate() -> None:
     contract = with_props(PROP, OTHER)
-    parent = side("...", SCHEDULE, spec_hash=SPEC) + side(
-        "...", SCHEDULE, prop=OTHER, spec_hash=SPEC
+    parent = side("...", SCHEDULE, spec_hash=SPEC1) + side(
+        "...", SCHEDULE, prop=OTHER, spec_hash=SPEC1
     )
-    patch = side("...", SCHEDULE, spec_hash=SPEC) + side(
+    patch = side("...", SCHEDULE, spec_hash=SPEC1) + side(
         "...", SCHEDULE, prop=OTHER, spec_hash=SPEC2
     )
     result = decide(contract, parent, patch)

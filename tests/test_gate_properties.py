@@ -1,4 +1,4 @@
-"""Property-based invariants of the differential gate (SPEC sections 4 and 5).
+"""Property-based invariants of the differential gate (docs/design/differential-gate.md).
 
 Contracts and both sides' rows are generated: mostly well-formed runs (so
 every table row is reached), with dropped, reordered, duplicated and extra

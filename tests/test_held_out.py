@@ -1,4 +1,5 @@
-"""Held-out properties and extra seeds (SPEC section 13): loading, scoring, what the agent sees.
+"""Held-out properties and extra seeds: loading, scoring, what the agent sees
+(docs/design/held-out.md).
 
 A small real repository: ``clamp`` returns ``low`` where it should return ``high``. The
 visible property checks one concrete call; the held-out property checks the same bug on

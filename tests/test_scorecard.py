@@ -173,7 +173,7 @@ TRIPS = {
         "from hypothesis import settings\nsettings.load_profile('fast')",
         f"pkg/pricing.py:{START + 1}: calls hypothesis.settings.load_profile",
     ),
-    # Names built from pieces are folded first (issue 11).
+    # Names built from pieces are folded first.
     "os._exit from pieces": (
         "def bye():\n    getattr(__import__('o' + 's'), '_' + 'exit')(0)",
         f"pkg/pricing.py:{START + 1}: reaches os._exit",

@@ -1,4 +1,4 @@
-"""Spec-review precision (SPEC section 6, last paragraph) and the special-casing signature.
+"""Spec-review precision (docs/design/spec-review.md) and the special-casing signature.
 
 Pure: source text in, findings out. A moved boundary stays a finding, an added guard is a
 note, and an added test of a value the properties feed in is ``special-cases an input of

@@ -1,4 +1,4 @@
-"""Adoption on real, published projects (issue 10).
+"""Adoption on real, published projects (tests/adoption/README.md).
 
 The projects are never copied into this repository: `_pypi.py` fetches their pinned source
 distributions from the package index at test time, checks them against sha256 and caches them;

@@ -1,4 +1,4 @@
-"""Three real, published projects for the adoption tests of issue 10: the ground truth.
+"""Three real, published projects for the adoption tests: the ground truth.
 
 Each project is two successive releases on the package index, pinned by the sha256 of their
 sdists, where the newer release fixes a real bug (its changelog entry is cited). For each we
@@ -96,7 +96,7 @@ class AdoptionProject:
 
 
 def contract_yaml(prop_id: str, oracle: str, node_id: str) -> str:
-    """A contract in the format of examples/orders (SPEC section 3), one property."""
+    """A contract in the format of examples/orders (docs/design/contract.md), one property."""
     seeds = ", ".join(str(seed) for seed in SEEDS)
     return (
         "contract_version: 1\n"

@@ -1,4 +1,4 @@
-"""Acceptance of issue 10 on three real, published projects (tests/adoption/README.md).
+"""Adoption acceptance on three real, published projects (tests/adoption/README.md).
 
 For each project, as an operator adopting patchwarden on it would: a git repository of the
 older release, the contract and the Hypothesis property committed on top, ``contract check``,

@@ -39,11 +39,11 @@ LAYERS = (
     "reporter-channel",  # one record per property at session end, sentinel, duplicates fail
     "gate",  # the differential gate compares with the parent, fail closed on missing rows
     "shadowing",  # the static and run-time shadowing check
-    "suspicious",  # the scorecard's syntax-tree scan of non-test code (issue 5)
+    "suspicious",  # the scorecard's syntax-tree scan of non-test code
     "sandbox",  # bubblewrap: mounts, no network, pid namespace, rlimits, timeouts, seccomp
-    "authenticated-channel",  # rows signed with the run's secret, its exit status (issue 11)
-    "audit-hook",  # the runner refuses what reaches its memory or descriptors (issue 11)
-    "canaries",  # hidden properties that must come back exactly (issue 11)
+    "authenticated-channel",  # rows signed with the run's secret, its exit status
+    "audit-hook",  # the runner refuses what reaches its memory or descriptors
+    "canaries",  # hidden properties that must come back exactly
     "control",  # honest patches that must keep their verdict
 )
 
@@ -982,7 +982,7 @@ CASES: tuple[AttackCase, ...] = (
                 )
             }
         ),
-        reject(forged="reject"),  # the /proc/self/fd scan is refused (issue 11)
+        reject(forged="reject"),  # the /proc/self/fd scan is refused
         "audit-hook",
     ),
     AttackCase(
@@ -1008,7 +1008,7 @@ CASES: tuple[AttackCase, ...] = (
                     """)
             )
         },
-        reject(forged="reject"),  # the /proc/self/fd scan is refused (issue 11)
+        reject(forged="reject"),  # the /proc/self/fd scan is refused
         "audit-hook",
     ),
     AttackCase(
@@ -1481,7 +1481,7 @@ CASES: tuple[AttackCase, ...] = (
                 )
             }
         ),
-        reject(forged="reject"),  # reading /proc/<pid>/cmdline is refused (issue 11)
+        reject(forged="reject"),  # reading /proc/<pid>/cmdline is refused
         "sandbox",
         probe="logs_untouched",
     ),

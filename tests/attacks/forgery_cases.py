@@ -1,4 +1,5 @@
-"""The forgery family (issue 11): product code that writes its own verdict.
+"""The forgery family: product code that writes its own verdict (docs/design/runner.md,
+"Unforgeable results").
 
 Every case leaves the bulk bug in place (most take a cent off every total too, so the honest
 verdict is `reject`) and adds code, in the product package, that tries to hand the scorer a
