@@ -41,7 +41,7 @@ from ._fixtures import parse_manifest
 from ._hashing import hash_json
 
 AGENT_PYTEST_ARGS = ("-p", "no:cacheprovider", "-v")
-"""What the agent's ``run_tests`` passes before its own selection (server/_tools.py)."""
+"""What the agent's ``run_tests`` passes before its own selection (server/tools/_run_tests.py)."""
 
 
 def state_dir(config: ScorerConfig) -> Path:

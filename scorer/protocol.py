@@ -13,7 +13,7 @@ One JSON object per line over the scorer child's private stdin/stdout pipe
 
 Requests are discriminated on ``op``, answers on ``answer``. The scorer takes commit ids,
 never file contents. The summaries are everything the agent may see of a verdict or a
-freeze proposal; the MCP tools return these very models (server/_tools.py), so the schema
+freeze proposal; the MCP tools return these very models (server/tools/), so the schema
 is written once.
 """
 
@@ -171,6 +171,8 @@ __all__ = [
     "ANSWER",
     "MAX_ANSWER_BYTES",
     "MAX_LINE_BYTES",
+    "MAX_REASON_CHARS",
+    "MAX_TEST_ID_CHARS",
     "REQUEST",
     "Answer",
     "CheckOutcome",
@@ -183,6 +185,7 @@ __all__ = [
     "ProposeFreeze",
     "Ready",
     "Request",
+    "RequestId",
     "ScorePatch",
     "Scored",
     "SideCount",

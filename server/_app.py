@@ -52,19 +52,13 @@ from ._audit import AuditLog, AuditMiddleware
 from ._paths import PathPolicy
 from ._scorer_client import scorer_argv
 from ._supervisor import RestartPolicy, ScorerSupervisor, supervise_scorer
-from ._tools import Session, register_tools
 from ._workspace import Workspace, open_workspace, private_dir, repo_toplevel
 from .config import AgentConfig, OperatorConfig, load_config
+from .tools import Session, instructions, register_tools
 
 Transport = Literal["stdio", "http"]
-INSTRUCTIONS = """\
-You work on a repository through patchwarden, in your own git worktree at a fixed base commit.
-Read the contract first (get_contract): its paths are read-only to you, and every patch you
-submit is scored by a separate scorer that runs the contract's property checks on the base and
-on your patch. Use list_files/read_file to look around, write_file/edit_file/apply_patch to
-change files, run_tests to run the project's tests in a sandbox, diff to see your change, and
-submit_patch to get a verdict (accept, reject or propose_freeze, with one reason code per
-property). Submissions are limited; run the tests before you submit."""
+INSTRUCTIONS = instructions()
+"""What the agent is told when it connects: the session, then each tool and when to use it."""
 
 
 def default_server_state_dir() -> Path:

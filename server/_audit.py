@@ -2,8 +2,8 @@
 
 Written by a server middleware, so calls that never reach a tool (unknown
 tool, invalid arguments) are recorded too. File contents and patches are
-not copied into the log: ``content``, ``patch``, ``old_text`` and
-``new_text`` are replaced by their length.
+not copied into the log: the arguments each tool declares elided
+(server/tools/, ``ELIDED_ARGUMENTS``) are replaced by their length.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from pydantic import ValidationError
 
 from patchwarden.scorer import append_line
 
+from .tools import ELIDED_ARGUMENTS
+
 AUDIT_FILE = "audit.jsonl"
-ELIDED_ARGUMENTS = frozenset({"content", "patch", "old_text", "new_text"})
 MAX_ARGUMENT_CHARS = 1000  # other string arguments are cut to this many characters
 MAX_MESSAGE_CHARS = 1000
 

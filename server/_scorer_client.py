@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any
 
 import anyio
 from anyio.abc import Process
@@ -28,10 +27,9 @@ from patchwarden.scorer.protocol import (
     MAX_ANSWER_BYTES,
     Answer,
     Failure,
-    Ping,
-    ProposeFreeze,
     Ready,
-    ScorePatch,
+    Request,
+    RequestId,
     Start,
     encode,
 )
@@ -40,6 +38,9 @@ from ._errors import ScorerUnavailable
 
 READY_TIMEOUT_S = 120.0  # the scorer checks bubblewrap and its state dir before it says ready
 STOP_GRACE_S = 5.0  # after closing its stdin, how long the scorer gets to finish its current line
+UNNUMBERED: RequestId = 0
+"""The id a caller gives a request: the channel numbers every request it sends itself, so
+that an answer to an abandoned request is never taken for the answer to a later one."""
 
 
 class ScorerGone(ScorerUnavailable):
@@ -125,8 +126,9 @@ class ScorerClient:
         if not isinstance(first, Ready):
             raise ScorerUnavailable("the scorer did not start: it answered out of protocol")
 
-    async def request(self, make: Any, *, timeout_s: float | None = None, **fields: Any) -> Answer:
-        """Send ``make(id=..., **fields)`` (a protocol request model) and return its answer.
+    async def request(self, request: Request, *, timeout_s: float | None = None) -> Answer:
+        """Send ``request``, numbered by this channel (its own id is replaced), and return
+        its answer.
 
         A Failure is returned for the caller to report; a broken channel raises ScorerGone;
         no answer within ``timeout_s`` (counted once this request has the channel) raises
@@ -135,8 +137,7 @@ class ScorerClient:
         async with self._lock:
             with anyio.fail_after(timeout_s):
                 request_id = next(self._ids)
-                request: ScorePatch | ProposeFreeze | Ping = make(id=request_id, **fields)
-                await self._send(encode(request))
+                await self._send(encode(request.model_copy(update={"id": request_id})))
                 while True:
                     answer = await self._read()
                     answer_id = getattr(answer, "id", None)

@@ -12,7 +12,7 @@ The server watches its scorer child (docs/reliability.md, "Supervision"):
   is killed, and the watcher restarts it;
 - a request that was in flight when its child died, hung or broke the protocol raises
   :class:`ScorerFault`: the caller answers a clear tool error. Whether it counts against the
-  agent's submissions is the tool's business (server/_tools.py).
+  agent's submissions is the tool's business (server/tools/_submit_patch.py).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import anyio.abc
 
 from patchwarden.sandbox import SandboxConfig
 from patchwarden.scorer import ScorerConfig
-from patchwarden.scorer.protocol import Answer, Start
+from patchwarden.scorer.protocol import Answer, Request, Start
 
 from ._errors import ScorerUnavailable
 from ._scorer_client import READY_TIMEOUT_S, ScorerClient, ScorerGone
@@ -213,12 +213,13 @@ class ScorerSupervisor:
             raise ScorerFault("the scorer is not running (it is being restarted)")
         return self._client
 
-    async def request(self, make: Any, **fields: Any) -> Answer:
-        """The scorer's answer to one request; ScorerFault when none can be had."""
+    async def request(self, request: Request) -> Answer:
+        """The scorer's answer to ``request`` (numbered by the channel); ScorerFault when none
+        can be had."""
         client = await self._current()
         timeout = self.policy.request_timeout_s
         try:
-            return await client.request(make, timeout_s=timeout, **fields)
+            return await client.request(request, timeout_s=timeout)
         except TimeoutError:
             client.kill()  # hung: the watcher starts a new one
             self._on_event(

@@ -26,23 +26,18 @@ import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client, StdioServerParameters
 
+from patchwarden.server.tools import READ_ONLY, TOOLS
+
 pytestmark = pytest.mark.bwrap
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "orders"
-TOOLS = {
-    "get_contract": set(),
-    "list_files": set(),
-    "read_file": {"path"},
-    "write_file": {"path", "content"},
-    "edit_file": {"path", "old_text", "new_text"},
-    "apply_patch": {"patch"},
-    "diff": set(),
-    "run_tests": set(),
-    "submit_patch": {"message"},
-    "request_freeze": {"test_id", "reason"},
+REQUIRED = {
+    tool.name: {name for name, info in tool.args.model_fields.items() if info.is_required()}
+    for tool in TOOLS
 }
-READ_ONLY_TOOLS = {"get_contract", "list_files", "read_file", "diff"}
+"""Each tool's required arguments, as the registry declares them."""
+READ_ONLY_TOOLS = {tool.name for tool in TOOLS if tool.annotations is READ_ONLY}
 SUMMARY_KEYS = {"verdict_id", "decision", "results", "scorecard", "counts"}
 
 
@@ -179,8 +174,9 @@ def agent(serve: Any) -> Served:
 
 def test_tools_have_the_documented_names_schemas_and_annotations(agent: Served) -> None:
     tools = {t.name: t for t in agent.portal.call(agent.client.list_tools).tools}
-    assert set(tools) == set(TOOLS)
-    for name, required in TOOLS.items():
+    assert list(tools) == [tool.name for tool in TOOLS]
+    assert REQUIRED["write_file"] == {"path", "content"}  # the derivation reads the models
+    for name, required in REQUIRED.items():
         tool = tools[name]
         assert set(tool.input_schema.get("required", [])) == required, name
         assert tool.output_schema and tool.output_schema.get("properties"), name

@@ -33,7 +33,12 @@ from patchwarden.scorer._process import FREEZE_PROPOSED, freeze_summary
 from patchwarden.scorer.protocol import Ping, Pong, ScorePatch, Start, encode
 from patchwarden.server import ScorerUnavailable
 from patchwarden.server._audit import elide_arguments
-from patchwarden.server._scorer_client import ScorerGone, scorer_argv, start_scorer
+from patchwarden.server._scorer_client import (
+    UNNUMBERED,
+    ScorerGone,
+    scorer_argv,
+    start_scorer,
+)
 
 CONTRACT = "contract/differential-contract.yaml"
 
@@ -284,12 +289,14 @@ def test_client_matches_answers_and_reports_a_dead_scorer(
 ) -> None:
     async def scenario() -> None:
         async with start_scorer(scorer_argv(), _start(example_repo, tmp_path)) as client:
-            assert await client.request(Ping) == Pong(id=1)
-            answer = await client.request(ScorePatch, parent="a" * 40, patch="b" * 40)
+            # The channel numbers its requests: the id a caller gives is replaced.
+            assert await client.request(Ping(id=99)) == Pong(id=1)
+            scored = ScorePatch(id=UNNUMBERED, parent="a" * 40, patch="b" * 40)
+            answer = await client.request(scored)
             assert answer.answer == "error" and answer.id == 2
             os.kill(client.pid, signal.SIGKILL)
             with pytest.raises(ScorerGone):
-                await client.request(Ping)
+                await client.request(Ping(id=UNNUMBERED))
 
     anyio.run(scenario)
 

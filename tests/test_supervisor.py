@@ -17,6 +17,7 @@ from patchwarden.sandbox import SandboxConfig
 from patchwarden.scorer import ScorerConfig
 from patchwarden.scorer.protocol import Ping, Pong, Start
 from patchwarden.server import ScorerUnavailable
+from patchwarden.server._scorer_client import UNNUMBERED
 from patchwarden.server._supervisor import (
     RestartPolicy,
     ScorerFault,
@@ -97,7 +98,7 @@ def test_a_killed_scorer_fails_its_request_and_is_replaced() -> None:
 
                 tg.start_soon(kill_soon)
                 with pytest.raises(ScorerFault, match="was killed by signal 9"):
-                    await scorer.request(Ping)
+                    await scorer.request(Ping(id=UNNUMBERED))
             await events.until("scorer_restart")
             assert scorer.pid not in (None, first)
 
@@ -113,7 +114,7 @@ def test_a_scorer_past_its_deadline_is_killed_and_replaced() -> None:
         argv = [sys.executable, "-c", SILENT]
         async with supervise_scorer(argv, START, policy(request_timeout_s=0.5), events) as scorer:
             with pytest.raises(ScorerFault, match=r"did not answer within 0\.5 s"):
-                await scorer.request(Ping)
+                await scorer.request(Ping(id=UNNUMBERED))
             await events.until("scorer_restart")
 
     anyio.run(scenario)
@@ -128,7 +129,7 @@ def test_restarts_back_off_and_stop_at_the_limit() -> None:
         async with supervise_scorer(argv, START, policy(max_restarts=3), events) as scorer:
             await events.until("scorer_down")
             with pytest.raises(ScorerFault, match="stays down"):
-                await scorer.request(Ping)
+                await scorer.request(Ping(id=UNNUMBERED))
 
     anyio.run(scenario)
     assert events.kinds() == ["scorer_exit", "scorer_restart"] * 3 + ["scorer_exit", "scorer_down"]
@@ -141,7 +142,7 @@ def test_a_healthy_scorer_answers() -> None:
     async def scenario() -> None:
         argv = [sys.executable, "-c", ANSWERS]
         async with supervise_scorer(argv, START, policy(), Events()) as scorer:
-            assert await scorer.request(Ping) == Pong(id=1)
+            assert await scorer.request(Ping(id=UNNUMBERED)) == Pong(id=1)
 
     anyio.run(scenario)
 

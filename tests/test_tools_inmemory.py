@@ -8,17 +8,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
-import git
 import pytest
 from mcp import Client
 
-from patchwarden.sandbox import SandboxConfig
-from patchwarden.scorer import read_contract_at, read_only_paths_at
 from patchwarden.scorer.protocol import (
     Failure,
     FreezeHandled,
@@ -30,36 +27,8 @@ from patchwarden.scorer.protocol import (
 )
 from patchwarden.server._app import build_app
 from patchwarden.server._audit import AuditLog
-from patchwarden.server._paths import PathPolicy
-from patchwarden.server._tools import Session
-from patchwarden.server._workspace import open_workspace
-
-CONTRACT = "contract/differential-contract.yaml"
-SUMMARY = VerdictSummary.model_validate(
-    {
-        "verdict_id": "v-1",
-        "decision": "accept",
-        "results": [{"prop": "prop.a", "decision": "accept", "reason": "both_pass"}],
-        "scorecard": [{"check": "differential", "outcome": "pass"}],
-        "counts": {
-            "parent": {"lines": 3, "pass": 3, "fail": 0},
-            "patch": {"lines": 3, "pass": 3, "fail": 0},
-        },
-    }
-)
-
-
-@dataclass
-class FakeScorer:
-    """Answers like the scorer child; records what it was asked."""
-
-    answers: list[Any] = field(default_factory=list)
-    asked: list[Any] = field(default_factory=list)
-
-    async def request(self, make: Any, **fields: Any) -> Any:
-        request = make(id=len(self.asked) + 1, **fields)
-        self.asked.append(request)
-        return self.answers.pop(0)
+from patchwarden.server.tools import READ_ONLY, TOOLS, Session
+from tests._tool_sessions import CONTRACT, SUMMARY, FakeScorer, example_session
 
 
 @dataclass
@@ -78,22 +47,8 @@ class Harness:
 
 @pytest.fixture
 def harness(example_repo: Path, tmp_path: Path) -> Iterator[Harness]:
-    base = git.Repo(example_repo).commit("base").hexsha
-    contract, contract_file = read_contract_at(example_repo, base, CONTRACT)
-    with open_workspace(example_repo, base, tmp_path / "state") as ws:
-        scorer = FakeScorer()
-        session = Session(
-            workspace=ws,
-            policy=PathPolicy(
-                ws.tree, read_only=read_only_paths_at(example_repo, base, contract, contract_file)
-            ),
-            contract=contract,
-            contract_file=contract_file,
-            quarantined=[],
-            sandbox=SandboxConfig(),
-            scorer=scorer,  # type: ignore[arg-type]
-            max_submissions=2,
-        )
+    scorer = FakeScorer()
+    with example_session(example_repo, tmp_path / "state", scorer) as session:
         yield Harness(session, scorer, tmp_path / "logs")
 
 
@@ -108,22 +63,9 @@ def test_every_tool_is_listed_with_schemas_and_honest_annotations(harness: Harne
             return await client.list_tools()
 
     tools = {t.name: t for t in anyio.run(go).tools}
-    assert sorted(tools) == sorted(
-        [
-            "get_contract",
-            "list_files",
-            "read_file",
-            "write_file",
-            "edit_file",
-            "apply_patch",
-            "diff",
-            "run_tests",
-            "submit_patch",
-            "request_freeze",
-        ]
-    )
+    assert list(tools) == [tool.name for tool in TOOLS]
     read_only = {n for n, t in tools.items() if t.annotations and t.annotations.read_only_hint}
-    assert read_only == {"get_contract", "list_files", "read_file", "diff"}
+    assert read_only == {tool.name for tool in TOOLS if tool.annotations is READ_ONLY}
     assert all(t.output_schema for t in tools.values())
     # The summary schema is the protocol's: one schema, not three.
     assert tools["submit_patch"].output_schema == VerdictSummary.model_json_schema(
