@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._append import append_line
 from ._batch import (
     BatchRequest,
     BatchResult,
@@ -10,7 +11,7 @@ from ._batch import (
     score_batch,
     with_fetch_urls,
 )
-from ._bundle import append_line
+from ._bundle import VERDICTS_DIR
 from ._checkout import (
     envs_dir,
     read_contract_at,
@@ -56,6 +57,7 @@ from ._fixtures import (
 )
 from ._guard_tests import bare_name, guards_for
 from ._held_out import HELD_OUT_FILE, HeldOut, load_held_out
+from ._index import INDEX, VERDICT_ID, IndexCursor, Indexed, IndexLine, read_index
 from ._process import serve_scorer, verdict_summary
 from ._score import RunProgress, ScoreRequest, Verdict, restore_from_parent, score
 from ._task import (
@@ -67,7 +69,7 @@ from ._task import (
     read_testpaths,
     task_contract,
 )
-from ._verdicts import VerdictBundle, load_verdict, read_index
+from ._verdicts import VerdictBundle, load_verdict
 from .checks import BoundaryChange, Check, Finding, boundary_changes, find_suspicious
 from .executors import Executor, ExecutorName, LocalExecutor, RunUnit, make_executor
 from .gate import (
@@ -124,8 +126,11 @@ __all__ = [
     "DEFAULT_RECORD",
     "DEFAULT_SWEEP_RUNS",
     "HELD_OUT_FILE",
+    "INDEX",
     "RELEASE_RUNS",
     "TASK_REFS",
+    "VERDICTS_DIR",
+    "VERDICT_ID",
     "BatchRequest",
     "BatchResult",
     "BoundaryChange",
@@ -147,6 +152,9 @@ __all__ = [
     "GitError",
     "HeldOut",
     "HeldOutError",
+    "IndexCursor",
+    "IndexLine",
+    "Indexed",
     "InputError",
     "LocalExecutor",
     "Manifest",

@@ -37,10 +37,10 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints, V
 
 from patchwarden.sandbox import resolve_commit
 
-from ._bundle import INDEX
 from ._config import ScorerConfig
 from ._contract import DEFAULT_CONTRACT_PATH
 from ._errors import InputError, PatchwardenError, one_line
+from ._index import IndexCursor, IndexLine, warn_on_stderr
 from ._score import (
     ScoreRequest,
     Verdict,
@@ -118,7 +118,7 @@ class BatchResult:
 
     line: int
     id: str | None
-    verdict: dict[str, Any] | None = None
+    verdict: IndexLine | None = None
     """The verdict's index line (verdict id, decision, shas, results, bundle)."""
     error: str | None = None
     resumed: bool = False
@@ -130,7 +130,7 @@ class BatchResult:
         """The ``--json`` line: ``{"id", "decision", "verdict_id", ...}`` or ``{"id", "error"}``."""
         if self.verdict is not None:
             # Keys sorted as in the index, so a resumed line and a fresh one read the same.
-            entry = json.loads(json.dumps(self.verdict, sort_keys=True))
+            entry = json.loads(json.dumps(self.verdict.to_json(), sort_keys=True))
             entry.pop("request_id", None)
             return {"id": self.id, **entry}
         out: dict[str, Any] = {"id": self.id, "error": self.error}
@@ -273,46 +273,29 @@ def _first_error(exc: ValidationError) -> str:
 
 class VerdictIndex:
     """The log directory's verdicts by request id, read once and then only what was appended
-    since (other processes may be writing the same index)."""
+    since (other processes may be writing the same index); scorer/_index.py's policy: a bad
+    line is an InputError naming file:line, a torn last line a warning on stderr."""
 
     def __init__(self, log_dir: Path) -> None:
-        self._path = log_dir / INDEX
-        self._offset = 0
-        self._by_request: dict[str, dict[str, Any]] = {}
+        self._cursor = IndexCursor(log_dir)
+        self._by_request: dict[str, IndexLine] = {}
+        self._warned: str | None = None
         self._lock = threading.Lock()
         self.refresh()
 
     def refresh(self) -> None:
         with self._lock:
-            try:
-                handle = self._path.open("rb")
-            except FileNotFoundError:
-                return
-            with handle:
-                fcntl.flock(handle, fcntl.LOCK_SH)
-                handle.seek(self._offset)
-                tail = handle.read()
-            start = self._offset
-            self._offset += len(tail)
-            self._parse(tail, start)
+            appended = self._cursor.read()
+            if appended.restarted:
+                self._by_request = {}
+            if appended.torn is not None and appended.torn != self._warned:
+                warn_on_stderr(appended.torn)
+            self._warned = appended.torn
+            for indexed in appended.lines:
+                if indexed.line.request_id is not None:
+                    self._by_request.setdefault(indexed.line.request_id, indexed.line)
 
-    def _parse(self, tail: bytes, start: int) -> None:
-        for line in tail.splitlines():
-            if not line.strip():
-                continue
-            try:
-                entry = json.loads(line)
-            except json.JSONDecodeError:
-                raise InputError(
-                    f"an index line is not JSON (at byte {start})", where=str(self._path)
-                ) from None
-            finally:
-                start += len(line) + 1
-            request_id = entry.get("request_id") if isinstance(entry, dict) else None
-            if isinstance(request_id, str) and isinstance(entry.get("verdict_id"), str):
-                self._by_request.setdefault(request_id, entry)
-
-    def verdict_of(self, request_id: str) -> dict[str, Any] | None:
+    def verdict_of(self, request_id: str) -> IndexLine | None:
         """The first verdict recorded for ``request_id``, if any (fresh from the index)."""
         self.refresh()
         with self._lock:
@@ -463,7 +446,7 @@ def _score_one(
             if entry is not None:
                 return _resumed(request, entry)
             verdict = _score_request(request, config, runs, remote)
-            return BatchResult(request.line, request.id, verdict=_index_entry(verdict))
+            return BatchResult(request.line, request.id, verdict=verdict.index_line())
     except PatchwardenError as exc:
         return BatchResult(request.line, request.id, error=f"{where}: {exc}")
     except CancelledError:
@@ -509,19 +492,14 @@ def _score_request(
         return finish_score(plan, outcomes, before, pinning)
 
 
-def _index_entry(verdict: Verdict) -> dict[str, Any]:
-    """The index line ``finish_score`` wrote for ``verdict``."""
-    return {**verdict.index_entry(), "bundle": str(verdict.bundle)}
-
-
-def _resumed(request: BatchRequest, entry: dict[str, Any]) -> BatchResult:
+def _resumed(request: BatchRequest, entry: IndexLine) -> BatchResult:
     """The verdict the log directory holds for this id, if it is for these commits."""
     parent = resolve_commit(request.repo, request.parent)
     patch = resolve_commit(request.repo, request.patch)
-    if (entry.get("parent_sha"), entry.get("patch_sha")) != (parent, patch):
+    if (entry.parent_sha, entry.patch_sha) != (parent, patch):
         raise InputError(
-            f"id {request.id!r} already names verdict {entry['verdict_id']} of other commits "
-            f"({str(entry.get('parent_sha'))[:12]}..{str(entry.get('patch_sha'))[:12]})"
+            f"id {request.id!r} already names verdict {entry.verdict_id} of other commits "
+            f"({str(entry.parent_sha)[:12]}..{str(entry.patch_sha)[:12]})"
         )
     return BatchResult(request.line, request.id, verdict=entry, resumed=True)
 

@@ -2,7 +2,7 @@
 
 Files are written into a hidden staging directory beside the final one and
 renamed into place in one step, so a reader never sees half a bundle. The
-``verdicts.jsonl`` index is append-only, one line per verdict, under a lock.
+``verdicts.jsonl`` index (scorer/_index.py) is append-only, one line per verdict.
 A verdict is published only when both hold: if its index line cannot be
 written, the bundle is taken back out of place and the error raised, so no
 verdict is delivered that the log does not hold (docs/reliability.md).
@@ -11,21 +11,20 @@ Every write error names the file it was about.
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import fcntl
 import json
 import os
 import secrets
 import shutil
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ._append import naming
+from ._index import IndexLine, append_index
+
 VERDICTS_DIR = "verdicts"
-INDEX = "verdicts.jsonl"
 ID_ATTEMPTS = 16
 """Fresh verdict ids drawn before giving up: a clash needs the same second, patch and 16
 random bits, so a second draw practically always succeeds."""
@@ -66,7 +65,7 @@ class BundleWriter:
         """Stage one file; ``sync``: on disk now (a failure is the caller's to judge), else
         when the bundle is published."""
         path = self.staging / name
-        with _naming(path):
+        with naming(path):
             path.parent.mkdir(parents=True, exist_ok=True)
             with path.open("w", encoding="utf-8") as handle:
                 handle.write(text)
@@ -78,14 +77,17 @@ class BundleWriter:
     def write_json(self, name: str, value: Any) -> Path:
         return self.write_text(name, json.dumps(value, indent=2, sort_keys=False) + "\n")
 
-    def publish(self, index_entry: dict[str, Any]) -> Path:
+    def publish(self, line: IndexLine) -> Path:
         """Every staged file on disk, then the bundle in place in one rename, then its index
-        line: a reader sees all of it or none, also after a crash."""
+        line (``line.bundle`` is this bundle): a reader sees all of it or none, also after a
+        crash."""
+        if line.verdict_id != self.verdict_id or line.bundle != str(self.final):
+            raise ValueError(f"index line {line.verdict_id} is not for bundle {self.final}")
         _sync_tree(self.staging)
         os.rename(self.staging, self.final)
         _sync_dir(self.final.parent)
         try:
-            append_index(self.log_dir, {**index_entry, "bundle": str(self.final)})
+            append_index(self.log_dir, line)
         except BaseException:
             os.rename(self.final, self.staging)  # not in the index: not published
             raise
@@ -110,7 +112,7 @@ def _sync_tree(root: Path) -> None:
 
 
 def _sync_file(path: Path) -> None:
-    with _naming(path):  # a full disk can refuse the data only now
+    with naming(path):  # a full disk can refuse the data only now
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         try:
             os.fsync(fd)
@@ -124,87 +126,3 @@ def _sync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def append_index(log_dir: Path, entry: dict[str, Any]) -> None:
-    """One whole line at the end of the index, whoever else is appending.
-
-    O_APPEND puts every write at the end; the exclusive lock (readers take a shared one,
-    scorer/_verdicts.py) and a single write() of the whole line keep lines from interleaving
-    or being read half-written (``append_line``).
-    """
-    line = (json.dumps(entry, sort_keys=True) + "\n").encode("utf-8")
-    append_line(log_dir / INDEX, line, mode=0o644)
-
-
-@contextlib.contextmanager
-def _naming(path: Path) -> Any:
-    """An OSError without a file name (a write to a full disk) gets ``path``'s."""
-    try:
-        yield
-    except OSError as exc:
-        if exc.filename is not None:
-            raise
-        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
-
-
-def append_line(path: Path, line: bytes, *, fsync: bool = True, mode: int = 0o640) -> None:
-    """Append ``line`` (ending in a newline) whole, under an exclusive lock on the file.
-
-    A short or failed write is cut back off before the error is raised, so we never leave a
-    torn line. One left by a writer that died mid-write (power loss) is cut off before our
-    line goes in, with a warning naming file:line; otherwise our line would be glued to it.
-    """
-    with _naming(path):
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, mode)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            size = _cut_torn_tail(fd, path)
-            try:
-                written = os.write(fd, line)
-                if written != len(line):
-                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-                if fsync:
-                    os.fsync(fd)
-            except OSError:
-                with contextlib.suppress(OSError):  # best effort; the write's error is raised
-                    os.ftruncate(fd, size)
-                raise
-        finally:
-            os.close(fd)
-
-
-TAIL_CHUNK_BYTES = 65536
-
-
-def _cut_torn_tail(fd: int, path: Path) -> int:
-    """Remove an unterminated last line; return the file's size after."""
-    size = os.fstat(fd).st_size
-    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
-        return size
-    end = size
-    while end > 0:
-        start = max(0, end - TAIL_CHUNK_BYTES)
-        newline = os.pread(fd, end - start, start).rfind(b"\n")
-        if newline >= 0:
-            end = start + newline + 1
-            break
-        end = start
-    line = _line_count(fd, end) + 1
-    os.ftruncate(fd, end)
-    print(
-        f"patchwarden: warning: {path}:{line}: removed a torn last line "
-        f"({size - end} bytes without a newline, left by an interrupted write)",
-        file=sys.stderr,
-        flush=True,
-    )
-    return end
-
-
-def _line_count(fd: int, end: int) -> int:
-    count, offset = 0, 0
-    while offset < end:
-        chunk = os.pread(fd, min(TAIL_CHUNK_BYTES, end - offset), offset)
-        count += chunk.count(b"\n")
-        offset += len(chunk)
-    return count

@@ -63,6 +63,7 @@ from ._groups import (
     split_run_name,
 )
 from ._held_out import HeldOut, load_held_out
+from ._index import IndexLine
 from ._pinning import Pinning, Submit, pin_boundaries
 from .checks import (
     Change,
@@ -152,21 +153,25 @@ class Verdict:
         out.update(hidden_json(self.hidden, extra_seeds=self.extra_seeds, held_out=self.held_out))
         return out
 
-    def index_entry(self) -> dict[str, object]:
-        """Its line in ``verdicts.jsonl`` (what ``verdicts list`` and resume read)."""
-        entry: dict[str, object] = {"request_id": self.request_id} if self.request_id else {}
-        return {
-            **entry,
-            "verdict_id": self.verdict_id,
-            "decision": self.decision,
-            "gate_decision": self.gate.decision,
-            "parent_sha": self.parent_sha,
-            "patch_sha": self.patch_sha,
-            "contract_hash": self.gate.contract_hash,
-            "resolved_contract_hash": self.resolved_contract_hash,
-            "results": [r.model_dump() for r in self.gate.results],
-            **({"hidden": {n: g.decision for n, g in self.hidden.items()}} if self.hidden else {}),
-        }
+    def index_line(self) -> IndexLine:
+        """Its line in ``verdicts.jsonl`` (what ``verdicts list``, resume and the view read)."""
+        request = {"request_id": self.request_id} if self.request_id else {}
+        hidden = {"hidden": {n: g.decision for n, g in self.hidden.items()}} if self.hidden else {}
+        return IndexLine.model_validate(
+            {
+                **request,
+                "verdict_id": self.verdict_id,
+                "decision": self.decision,
+                "gate_decision": self.gate.decision,
+                "parent_sha": self.parent_sha,
+                "patch_sha": self.patch_sha,
+                "contract_hash": self.gate.contract_hash,
+                "resolved_contract_hash": self.resolved_contract_hash,
+                "results": [r.model_dump(mode="json") for r in self.gate.results],
+                **hidden,
+                "bundle": str(self.bundle),
+            }
+        )
 
 
 @dataclass(frozen=True)
@@ -642,7 +647,7 @@ def finish_score(
         )
         _write_bundle(bundle, plan, verdict, note, before.diff, outcomes)
         pause_point("bundle")
-        bundle.publish(verdict.index_entry())
+        bundle.publish(verdict.index_line())
     except BaseException:
         bundle.discard()
         if ticket is not None:

@@ -1,72 +1,23 @@
-"""Reading the reviewers' log directory: the verdict index and one verdict's bundle.
+"""Reading one verdict's bundle back from the reviewers' log directory, for
+``patchwarden verdicts show`` (the index is scorer/_index.py's).
 
-The writer is :mod:`scorer._bundle`; this module only reads, for
-``patchwarden verdicts list|show``. A malformed line or file is an input
-error naming the file and line, never a silently shorter list.
+The writer is :mod:`scorer._bundle`; this module only reads. A malformed file is an input
+error naming it, never a silently shorter answer.
 """
 
 from __future__ import annotations
 
-import fcntl
-import json
-import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from patchwarden._documents import parse_document
 
-from ._bundle import INDEX, VERDICTS_DIR
+from ._bundle import VERDICTS_DIR
 from ._errors import InputError
 from .layers import Ticket, read_ticket, ticket_path
 
 NOTE_FILE = "review-note.txt"
-
-
-def _warn_on_stderr(message: str) -> None:
-    print(f"patchwarden: warning: {message}", file=sys.stderr, flush=True)
-
-
-def read_index(
-    log_dir: Path, warn: Callable[[str], None] = _warn_on_stderr
-) -> list[dict[str, Any]]:
-    """Every line of ``verdicts.jsonl``, oldest first; none when there is no index.
-
-    A last line without its newline that does not parse is a write that was cut short
-    (a crash mid-append): it is skipped, and ``warn`` gets one line naming file:line. Its
-    verdict was never delivered (scorer/_bundle.py publishes only after the append). Any
-    other malformed line is an input error.
-    """
-    path = log_dir / INDEX
-    try:
-        with path.open("rb") as handle:
-            # Writers append whole lines under an exclusive lock (scorer/_bundle.py).
-            fcntl.flock(handle, fcntl.LOCK_SH)
-            text = handle.read().decode("utf-8", errors="surrogateescape")
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise InputError(
-            f"cannot read the verdict index: {exc.strerror or exc}", where=str(path)
-        ) from None
-    entries = []
-    lines = text.split("\n")
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        torn = number == len(lines)  # the text after the last newline
-        try:
-            entry = json.loads(line)
-        except (ValueError, RecursionError):  # JSONDecodeError, huge integers, deep nesting
-            if torn:
-                warn(f"{path}:{number}: skipped a torn last line (an interrupted write)")
-                continue
-            raise InputError("not a JSON object", where=f"{path}:{number}") from None
-        if not isinstance(entry, dict) or not isinstance(entry.get("verdict_id"), str):
-            raise InputError("index line without a verdict_id", where=f"{path}:{number}")
-        entries.append(entry)
-    return entries
 
 
 @dataclass(frozen=True)

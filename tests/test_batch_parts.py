@@ -21,10 +21,10 @@ from patchwarden.sandbox import (
     empty_clone,
     fetch_commits,
 )
-from patchwarden.scorer import _bundle
+from patchwarden.scorer import IndexLine, _bundle, read_index
 from patchwarden.scorer._batch import SharedRuns, read_requests
-from patchwarden.scorer._bundle import BundleWriter, append_index
-from patchwarden.scorer._verdicts import read_index
+from patchwarden.scorer._bundle import BundleWriter
+from patchwarden.scorer._index import append_index
 from patchwarden.scorer.executors import Executor, RunOutcome, RunUnit, tree_digest
 
 
@@ -204,7 +204,7 @@ def test_a_verdict_id_in_use_is_drawn_again(tmp_path: Path, monkeypatch) -> None
     monkeypatch.setattr(_bundle, "new_verdict_id", lambda sha: next(ids))  # a clash, on demand
     first = BundleWriter.create(tmp_path, "abc")
     first.write_text("decision.json", "{}\n")
-    first.publish({"verdict_id": first.verdict_id})
+    first.publish(IndexLine(verdict_id=first.verdict_id, bundle=str(first.final)))
     second = BundleWriter.create(tmp_path, "abc")
     assert second.verdict_id == "20261201T000000Z-abc-0002"
     assert (first.final / "decision.json").read_text() == "{}\n"
@@ -215,7 +215,7 @@ def test_index_lines_stay_whole_under_concurrent_appends(tmp_path: Path) -> None
 
     def append(n: int) -> None:
         for k in range(10):
-            append_index(tmp_path, {"verdict_id": f"v{n}-{k}", "results": long_results})
+            append_index(tmp_path, IndexLine(verdict_id=f"v{n}-{k}", results=long_results))
 
     threads = [threading.Thread(target=append, args=(n,)) for n in range(8)]
     for thread in threads:
@@ -223,7 +223,7 @@ def test_index_lines_stay_whole_under_concurrent_appends(tmp_path: Path) -> None
     for thread in threads:
         thread.join()
     entries = read_index(tmp_path)
-    assert sorted(e["verdict_id"] for e in entries) == sorted(
+    assert sorted(e.verdict_id for e in entries) == sorted(
         f"v{n}-{k}" for n in range(8) for k in range(10)
     )
 

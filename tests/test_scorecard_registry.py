@@ -53,6 +53,12 @@ def test_the_design_doc_has_one_row_per_check_in_registry_order() -> None:
     ]
 
 
+def test_the_reviewer_guide_explains_every_check_in_registry_order() -> None:
+    text = (ROOT / "docs" / "reviewer-guide.md").read_text()
+    rows = re.findall(r"^ *\| `([a-z_]+)` \| ", text, flags=re.MULTILINE)
+    assert rows == [check.name for check in SCORECARD]
+
+
 def test_an_operator_severity_is_a_scorer_setting_the_schema_and_doc_name() -> None:
     schema = json.loads((ROOT / "configs" / "schema.json").read_text())
     scorer = schema["$defs"]["ScorerConfig"]["properties"]

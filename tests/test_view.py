@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner
 from starlette.testclient import TestClient
 
-from patchwarden.scorer import approve_ticket, write_ticket
+from patchwarden.scorer import InputError, approve_ticket, write_ticket
 from patchwarden.server._view import TOKEN_ENV, create_app, export_site
 from patchwarden.server._view._index import IndexReader
 from patchwarden.server.cli import cli
@@ -118,20 +118,17 @@ def test_index_is_read_incrementally(tmp_path: Path) -> None:
     assert [e.verdict_id for e in snapshot.entries] == [verdict_id(n) for n in (3, 2, 1, 0)]
     assert snapshot.warnings == ()
     # A fresh reader parses everything and finds the damage, naming file:line.
-    fresh = IndexReader(tmp_path).snapshot()
-    assert len(fresh.entries) == 3
-    assert fresh.warnings == (f"{index}:1: skipped: not a JSON object (a torn or corrupted line)",)
+    with pytest.raises(InputError) as caught:
+        IndexReader(tmp_path).snapshot()
+    assert str(caught.value) == f"{index}:1: not a JSON object"
 
 
-def test_torn_lines_are_skipped_with_file_and_line(
+def test_a_torn_last_line_is_a_warning_and_a_repeated_id_keeps_the_first(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     write_verdict(tmp_path, 1)
-    append_index(tmp_path, '{"verdict_id": "20261130T000002Z-00000000')
     append_index(tmp_path, "\n")
     write_verdict(tmp_path, 3)
-    append_index(tmp_path, '{"verdict_id": "../../etc", "decision": "accept"}\n')
-    append_index(tmp_path, '["a list"]\n')
     append_index(tmp_path, json.dumps({"verdict_id": verdict_id(1), "decision": "reject"}) + "\n")
     append_index(tmp_path, '{"verdict_id": "20261130T000009Z-torn-at-the-end", "deci')
     index = tmp_path / "verdicts.jsonl"
@@ -139,22 +136,46 @@ def test_torn_lines_are_skipped_with_file_and_line(
         page = client(tmp_path).get("/")
     assert page.status_code == 200
     expected = [
-        f"{index}:2: skipped: not a JSON object (a torn or corrupted line)",
-        f"{index}:4: skipped: verdict_id '../../etc' is not a usable id",
-        f"{index}:5: skipped: not a JSON object",
-        f"{index}:6: skipped: verdict {verdict_id(1)} again (first on line 1); kept the first",
-        f"{index}:7: last line has no end of line (torn, or still being written); not shown",
+        f"{index}:4: skipped: verdict {verdict_id(1)} again (first on line 1); kept the first",
+        f"{index}:5: skipped a torn last line (an interrupted write)",
     ]
     shown = html.unescape(page.text)
     for warning in expected:
         assert warning in shown
-    assert [r.getMessage() for r in caplog.records] == expected[:4]
+    assert [r.getMessage() for r in caplog.records] == expected
     assert page.text.count('class="vid"') == 2
-    # The writer finishes the last line: it appears, and its warning goes.
+    # The last line finished (as no writer does: the next one cuts a torn line off): it
+    # appears, and its warning goes.
     append_index(tmp_path, 'sion": "accept"}\n')
     snapshot = IndexReader(tmp_path).snapshot()
     assert snapshot.entries[0].verdict_id == "20261130T000009Z-torn-at-the-end"
-    assert len(snapshot.warnings) == 4
+    assert snapshot.warnings == tuple(expected[:1])
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ('{"verdict_id": "20261130T000002Z-00000000', "not a JSON object"),
+        ('["a list"]', "not a JSON object"),
+        ('{"decision": "accept"}', "index line without a verdict_id"),
+        (
+            '{"verdict_id": "../../etc", "decision": "accept"}',
+            "verdict_id '../../etc' is not a usable id",
+        ),
+        ('{"verdict_id": "v1", "decision": 3}', "decision: Input should be a valid string"),
+    ],
+)
+def test_any_other_bad_line_is_an_error_page_naming_file_and_line(
+    tmp_path: Path, line: str, problem: str
+) -> None:
+    write_verdict(tmp_path, 1)
+    append_index(tmp_path, line + "\n")
+    write_verdict(tmp_path, 3)
+    for path in ("/", f"/verdicts/{verdict_id(1)}", "/tickets"):
+        page = client(tmp_path).get(path)
+        assert page.status_code == 500
+        assert f"{tmp_path / 'verdicts.jsonl'}:2: {problem}" in html.unescape(page.text)
+        assert 'class="vid"' not in page.text
 
 
 def test_a_replaced_index_is_read_again(tmp_path: Path) -> None:

@@ -123,8 +123,8 @@ def artefacts(
 def site(
     scored_logs: Path, example_repo: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Site]:
-    """One shared ``patchwarden view`` over a copy of the scored verdicts, plus a torn
-    index line and one synthetic verdict with held-out rows and hostile text."""
+    """One shared ``patchwarden view`` over a copy of the scored verdicts, plus one
+    synthetic verdict with held-out rows and hostile text and a torn last index line."""
     logs = tmp_path_factory.mktemp("browser") / "logs"
     shutil.copytree(scored_logs, logs, symlinks=True)
     repo = git.Repo(example_repo)
@@ -136,7 +136,6 @@ def site(
         name: by_sha[repo.commit(f"patch-{name}").hexsha]
         for name in ("fix", "regression", "refactor")
     }
-    append_index(logs, '{"verdict_id": "20261130T235959Z-torn\n')
     ids["synthetic"] = write_verdict(
         logs,
         7,
@@ -146,6 +145,7 @@ def site(
         failing={("patch", "prop.hidden_rounding", 29): "fail"},
         evidence=("<img src=x onerror=\"document.title='owned'\">",),
     )
+    append_index(logs, '{"verdict_id": "20261130T235959Z-torn')
     with running_view(logs) as (url, lines):
         yield Site(url=url, logs=logs, ids=ids, server_log=lines)
 
@@ -198,8 +198,8 @@ def test_list_shows_every_verdict_with_its_decision_and_the_torn_line(
     # The fix removes a constant the properties pin: no finding (docs/design/spec-review.md).
     assert "review" not in fix_row
     index = site.logs / "verdicts.jsonl"
-    assert f"{index}:4: skipped: not a JSON object (a torn or corrupted line)" in text_of(page)
-    assert any("verdicts.jsonl:4: skipped" in line for line in site.server_log)
+    assert f"{index}:5: skipped a torn last line (an interrupted write)" in text_of(page)
+    assert any("verdicts.jsonl:5: skipped a torn" in line for line in site.server_log)
     assert "all 4 accept 1 reject 2 propose_freeze 1 skipped 0" in text_of(page)
     screenshot(site.url, artefacts / "view-list.png", 560)
 

@@ -1,6 +1,6 @@
 """The reviewer's view (docs/reviewer-guide.md): the log directory in a browser, read-only.
 
-    _index      verdicts.jsonl read incrementally; a torn line is a warning, not an error
+    _index      verdicts.jsonl read incrementally, through the scorer's one reader
     _bundle     one verdict's bundle read tolerantly: grid, runs, files (no symlinks)
     _diff       the patch diff, per file, highlighted for its language
     _render     the Jinja2 environment, page data, live and export links

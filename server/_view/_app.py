@@ -37,6 +37,8 @@ from starlette.responses import FileResponse, HTMLResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from patchwarden.scorer import InputError
+
 from ._bundle import list_files
 from ._index import IndexReader, bundle_dir
 from ._render import (
@@ -269,6 +271,17 @@ def create_app(log_dir: Path, *, token: str | None = None, loopback_only: bool =
             message=exc.detail,
         )
 
+    def index_error(request: Request, exc: Exception) -> Response:
+        # A bad line of verdicts.jsonl: the page names file:line, never a shorter list.
+        log.error("view: %s", exc)
+        return page(
+            "error.html",
+            status=500,
+            code=500,
+            title="the verdict index cannot be read",
+            message=str(exc),
+        )
+
     def internal_error(request: Request, exc: Exception) -> Response:
         log.exception("view: internal error on %s", request.url.path)
         return Response(
@@ -283,6 +296,10 @@ def create_app(log_dir: Path, *, token: str | None = None, loopback_only: bool =
             Route("/tickets", tickets, methods=["GET", "HEAD"]),
             Route("/static/view.css", style, methods=["GET", "HEAD"]),
         ],
-        exception_handlers={HTTPException: http_error, Exception: internal_error},
+        exception_handlers={
+            HTTPException: http_error,
+            InputError: index_error,
+            Exception: internal_error,
+        },
     )
     return ViewGuard(app, token=token, loopback_only=loopback_only)

@@ -1,22 +1,18 @@
-"""The verdict index, read incrementally and tolerantly for the reviewer's view.
+"""The verdict index for the reviewer's view, read incrementally.
 
-``verdicts.jsonl`` is append-only (scorer/_bundle.py). The view keeps the byte
-offset it has parsed up to and, on each request, parses only the bytes appended
-since: a list of thousands of verdicts costs one ``stat`` when nothing changed.
-Only whole lines (ending in a newline: the writer appends line and newline in one
-write under a lock) are parsed; an unterminated tail is left for the next read and
-reported, since it is either being written or was torn by a crash.
-
-Unlike ``verdicts list`` (which refuses a malformed index), the view skips a line it
-cannot use with a warning naming ``file:line``, logged and shown on the page: a
-reviewer still sees every other verdict, and sees that one line is missing.
+``verdicts.jsonl`` is append-only; its reader is the scorer's (``IndexCursor``,
+scorer/_index.py), one policy for every reader (docs/reliability.md, "The verdict index").
+The view keeps the cursor and, on each request, takes only the lines appended since: a
+list of thousands of verdicts costs one ``stat`` when nothing changed. A torn last line is
+a warning naming ``file:line``, logged and shown on the page; any other bad line raises the
+cursor's ``InputError``, which the view answers with an error page naming ``file:line``
+(a reviewer never sees a silently shorter list). A second line for a verdict id already
+listed is a warning too: the first is kept.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import re
 import threading
 from collections import Counter
@@ -24,12 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-INDEX_FILE = "verdicts.jsonl"
-VERDICTS_DIR = "verdicts"
+from patchwarden.scorer import VERDICT_ID, VERDICTS_DIR, IndexCursor, Indexed
 
-VERDICT_ID = re.compile(r"^[0-9A-Za-z][0-9A-Za-z_.-]{0,127}$")
-"""Ids the view will turn into a directory name and a URL segment: no slash, no leading
-dot, so an index line can never name a path outside ``verdicts/``."""
 _ID_STAMP = re.compile(r"^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z")
 
 log = logging.getLogger("patchwarden.view")
@@ -49,10 +41,6 @@ class IndexEntry:
     """``YYYY-MM-DD HH:MM:SSZ``: the line's ``time`` field, else the stamp the id starts with."""
     reasons: tuple[tuple[str, int], ...]
     """Reason codes of the per-property results with their counts, in first-seen order."""
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
 
 
 def entry_time(raw: dict[str, Any], verdict_id: str) -> str:
@@ -77,14 +65,11 @@ def reason_counts(results: Any) -> tuple[tuple[str, int], ...]:
 
 @dataclass
 class _State:
-    identity: tuple[int, int] | None = None
-    offset: int = 0
-    lines: int = 0
     entries: list[IndexEntry] = field(default_factory=list)
     by_id: dict[str, IndexEntry] = field(default_factory=dict)
     decisions: Counter[str] = field(default_factory=Counter)
     skipped: list[str] = field(default_factory=list)
-    tail: str = ""
+    torn: str = ""
 
 
 @dataclass(frozen=True)
@@ -107,99 +92,58 @@ class IndexReader:
 
     def __init__(self, log_dir: Path) -> None:
         self.log_dir = log_dir
-        self.path = log_dir / INDEX_FILE
+        self._cursor = IndexCursor(log_dir)
+        self.path = self._cursor.path
         self._lock = threading.Lock()
         self._state = _State()
         self._snapshot = IndexSnapshot((), {}, {}, ())
 
     def snapshot(self) -> IndexSnapshot:
-        """Parse whatever was appended since the last call; return the whole index."""
+        """Take whatever was appended since the last call; return the whole index. A bad
+        line raises ``InputError`` naming file:line, on this call and every later one."""
         with self._lock:
-            if self._read_appended():
-                state = self._state
-                warnings = list(state.skipped)
-                if state.tail:
-                    warnings.append(state.tail)
-                self._snapshot = IndexSnapshot(
-                    entries=tuple(reversed(state.entries)),
-                    by_id=dict(state.by_id),
-                    decisions=dict(state.decisions),
-                    warnings=tuple(warnings),
-                )
+            appended = self._cursor.read()
+            if appended.restarted:
+                # A new or truncated file is a new index: start over rather than mix two.
+                self._state = _State()
+            state = self._state
+            torn = appended.torn or ""
+            if not (appended.lines or appended.restarted or torn != state.torn):
+                return self._snapshot
+            for indexed in appended.lines:
+                self._take(indexed, state)
+            if torn and torn != state.torn:
+                log.warning("%s", torn)
+            state.torn = torn
+            self._snapshot = IndexSnapshot(
+                entries=tuple(reversed(state.entries)),
+                by_id=dict(state.by_id),
+                decisions=dict(state.decisions),
+                warnings=(*state.skipped, *([torn] if torn else [])),
+            )
             return self._snapshot
 
-    def _read_appended(self) -> bool:
-        """Whether anything changed."""
-        try:
-            stat = os.stat(self.path)
-        except FileNotFoundError:
-            changed = self._state.identity is not None
-            self._state = _State()
-            return changed
-        identity = (stat.st_dev, stat.st_ino)
-        state = self._state
-        if identity != state.identity or stat.st_size < state.offset:
-            # A new or truncated file is a new index: start over rather than mix two.
-            state = self._state = _State(identity=identity)
-        if stat.st_size == state.offset and state.lines:
-            return False
-        try:
-            with self.path.open("rb") as handle:
-                handle.seek(state.offset)
-                data = handle.read(stat.st_size - state.offset)
-        except OSError as exc:
-            # Shown on the page and tried again on the next request, never a blank list.
-            state.tail = f"{self.path}: cannot read the index: {exc.strerror}"
-            return True
-        end = data.rfind(b"\n")
-        whole = data[: end + 1] if end >= 0 else b""
-        state.offset += len(whole)
-        for raw in whole.split(b"\n")[:-1]:
-            state.lines += 1
-            self._take(raw, state)
-        rest = data[end + 1 :]
-        state.tail = (
-            f"{self.path}:{state.lines + 1}: last line has no end of line "
-            "(torn, or still being written); not shown"
-            if rest.strip()
-            else ""
-        )
-        return True
-
-    def _take(self, raw: bytes, state: _State) -> None:
-        where = f"{self.path}:{state.lines}"
-        if not raw.strip():
-            return
-        problem = ""
-        entry: Any = None
-        try:
-            entry = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            problem = "not a JSON object (a torn or corrupted line)"
-        if not problem and not isinstance(entry, dict):
-            problem = "not a JSON object"
-        elif not problem and not isinstance(entry.get("verdict_id"), str):
-            problem = "no verdict_id"
-        elif not problem and not VERDICT_ID.match(entry["verdict_id"]):
-            problem = f"verdict_id {entry['verdict_id'][:80]!r} is not a usable id"
-        elif not problem and entry["verdict_id"] in state.by_id:
-            first = state.by_id[entry["verdict_id"]].line
-            problem = f"verdict {entry['verdict_id']} again (first on line {first}); kept the first"
-        if problem:
-            message = f"{where}: skipped: {problem}"
+    def _take(self, indexed: Indexed, state: _State) -> None:
+        line = indexed.line
+        verdict_id = line.verdict_id
+        if verdict_id in state.by_id:
+            first = state.by_id[verdict_id].line
+            message = (
+                f"{self.path}:{indexed.number}: skipped: verdict {verdict_id} again "
+                f"(first on line {first}); kept the first"
+            )
             log.warning("%s", message)
             state.skipped.append(message)
             return
-        verdict_id = entry["verdict_id"]
         item = IndexEntry(
             verdict_id=verdict_id,
-            line=state.lines,
-            decision=_text(entry.get("decision")) or "?",
-            gate_decision=_text(entry.get("gate_decision")),
-            parent_sha=_text(entry.get("parent_sha")),
-            patch_sha=_text(entry.get("patch_sha")),
-            time=entry_time(entry, verdict_id),
-            reasons=reason_counts(entry.get("results")),
+            line=indexed.number,
+            decision=line.decision or "?",
+            gate_decision=line.gate_decision or "",
+            parent_sha=line.parent_sha or "",
+            patch_sha=line.patch_sha or "",
+            time=entry_time(line.to_json(), verdict_id),
+            reasons=reason_counts(line.results),
         )
         state.entries.append(item)
         state.by_id[verdict_id] = item

@@ -172,7 +172,7 @@ def _text(result: BatchResult) -> str:
     if result.verdict is None:
         return f"{who}  error  {result.error}"
     resumed = "  (resumed)" if result.resumed else ""
-    return f"{who}  {result.verdict['decision']}  {result.verdict['verdict_id']}{resumed}"
+    return f"{who}  {result.verdict.decision}  {result.verdict.verdict_id}{resumed}"
 
 
 class _RunCounter:

@@ -137,19 +137,19 @@ def list_cmd(log_dir: Path | None, as_json: bool, config_path: Path | None) -> N
     directory = log_dir_of(config_path, log_dir)
     entries = read_index(directory)
     if as_json:
-        click.echo(json.dumps(entries, indent=2))
+        click.echo(json.dumps([e.to_json() for e in entries], indent=2))
         return
     if not entries:
         click.echo(f"no verdicts in {directory}")
         return
     rows = [
         [
-            printable(str(e["verdict_id"])),
-            str(e.get("decision", "-")),
-            str(e.get("gate_decision", "-")),
-            str(e.get("patch_sha", "-"))[:12],
-            str(e.get("parent_sha", "-"))[:12],
-            printable(_reasons(e.get("results"))),
+            printable(e.verdict_id),
+            e.decision or "-",
+            e.gate_decision or "-",
+            (e.patch_sha or "-")[:12],
+            (e.parent_sha or "-")[:12],
+            printable(_reasons(e.results)),
         ]
         for e in entries
     ]
