@@ -1,12 +1,14 @@
 """``patchwarden serve``: set up one agent session and serve it over MCP.
 
-Start-up is all-or-nothing and happens before the first MCP message: the
-configuration is validated, bubblewrap is checked, the base commit and the
-contract are read, every property's test is collected on the base (a missing
-id refuses the session), the agent worktree is created and the scorer child
-says it is ready. Any failure is one line and exit 2 (the CLI's job); nothing is
-served on a broken setup. On exit the scorer is stopped and the worktree
-removed (the patch commits stay under ``refs/patchwarden/`` for reviewers).
+What is cheap is checked before the first MCP message: the configuration, the base
+commit, the contract, the sweep records, the held-out properties and the directories. Any
+failure there is one line and exit 2 (the CLI's job); nothing is served. What takes
+seconds runs while the session is already served (server/_startup.py): the worktree's
+checkout, the sandbox probe, the collection of every property's test on the base (a
+missing id makes the session unusable) and the scorer child becoming ready; the first tool
+call waits for it, and a failure there fails every tool call with that one line. On exit
+the scorer is stopped and the worktree removed (the patch commits stay under
+``refs/patchwarden/`` for reviewers).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import signal
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -51,8 +54,16 @@ from patchwarden.scorer.protocol import Start
 from ._audit import AuditLog, AuditMiddleware
 from ._paths import PathPolicy
 from ._scorer_client import scorer_argv
-from ._supervisor import RestartPolicy, ScorerSupervisor, supervise_scorer
-from ._workspace import Workspace, open_workspace, private_dir, repo_toplevel
+from ._startup import (
+    START_AT_LATEST_S,
+    Readiness,
+    ReadyGate,
+    SetupStep,
+    finish_setup,
+    say,
+)
+from ._supervisor import RestartPolicy, ScorerSupervisor
+from ._workspace import Workspace, planned_workspace, private_dir, repo_toplevel
 from .config import AgentConfig, OperatorConfig, load_config
 from .tools import Session, instructions, register_tools
 
@@ -134,7 +145,6 @@ def hide_secret_dirs(config: SandboxConfig, secret_dirs: Sequence[Path]) -> Sand
 def prepare(options: ServeOptions) -> Setup:
     """Validate the configuration, the sandbox, the repository, the base and the contract."""
     config = apply_overrides(load_config(options.config_path), options)
-    require_sandbox(config.sandbox)
     repo = repo_toplevel(Path(config.agent.repo).resolve())
     base = resolve_commit(repo, config.agent.base)
     contract, contract_file = read_contract_at(repo, base, config.agent.contract)
@@ -170,20 +180,12 @@ def prepare(options: ServeOptions) -> Setup:
     held_out = _held_out_at_start(config, repo, contract, [server_state, scorer_state])
     try:
         private_dir(server_state)
+        private_dir(scorer_state)
         log_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(
             f"cannot create directory: {exc.strerror}", where=str(exc.filename)
         ) from None
-    # Every property's test must exist on the base before an agent works towards it: a
-    # misspelt id would otherwise fail on both sides and reject every patch as uniform_fail.
-    require_test_ids(
-        repo,
-        base,
-        config.agent.contract,
-        config.scorer,
-        hide_secret_dirs(config.sandbox, [server_state, scorer_state, log_dir]),
-    )
     return Setup(
         config=config,
         config_path=options.config_path.resolve() if options.config_path else None,
@@ -201,6 +203,23 @@ def prepare(options: ServeOptions) -> Setup:
             config.sandbox, [server_state, scorer_state, log_dir, *_held_out_dirs(held_out)]
         ),
         held_out=held_out,
+    )
+
+
+def finish_setup_checks(setup: Setup) -> None:
+    """The slow checks, run while the session is already served (the tools wait for them):
+    the sandbox works as configured, and every property's test exists on the base before an
+    agent works towards it (a misspelt id would otherwise fail on both sides and reject
+    every patch as uniform_fail)."""
+    require_sandbox(setup.config.sandbox)
+    require_test_ids(
+        setup.repo,
+        setup.base,
+        setup.contract_arg,
+        setup.config.scorer,
+        hide_secret_dirs(
+            setup.config.sandbox, [setup.server_state, setup.scorer_state, setup.log_dir]
+        ),
     )
 
 
@@ -269,13 +288,17 @@ def protected_for_agent(setup: Setup) -> list[str]:
     return []
 
 
-def build_app(session: Session, audit: AuditLog) -> MCPServer[Any]:
+def build_app(
+    session: Session, audit: AuditLog, readiness: Readiness | None = None
+) -> MCPServer[Any]:
+    """The MCP server of one session; with ``readiness``, tool calls wait for the set-up."""
+    gate = [] if readiness is None else [ReadyGate(readiness)]
     app: MCPServer[Any] = MCPServer(
         "patchwarden",
         title="patchwarden",
         instructions=INSTRUCTIONS,
         version=_version(),
-        middleware=[AuditMiddleware(audit)],
+        middleware=[AuditMiddleware(audit), *gate],
     )
     register_tools(app, session)
     return app
@@ -291,9 +314,10 @@ def _version() -> str:
 
 
 def run_serve(options: ServeOptions) -> None:
-    """Blocks until the client disconnects (stdio) or the process is interrupted (http)."""
+    """Blocks until the client disconnects (stdio) or the process is interrupted (http).
+    Exit code 2 when the set-up failed after serving began (its line is on stderr already)."""
     setup = prepare(options)
-    with open_workspace(
+    with planned_workspace(
         setup.repo,
         setup.base,
         setup.server_state,
@@ -302,51 +326,76 @@ def run_serve(options: ServeOptions) -> None:
         else None,
         must_stay_outside=[setup.log_dir, setup.scorer_state],
     ) as workspace:
-        anyio.run(_serve, setup, workspace, options.transport)
+        failed = anyio.run(_serve, setup, workspace, options.transport)
+    if failed is not None:
+        sys.exit(2)
 
 
-async def _serve(setup: Setup, workspace: Workspace, transport: Transport) -> None:
-    argv, start = scorer_argv(), scorer_start(setup)
+async def _serve(setup: Setup, workspace: Workspace, transport: Transport) -> str | None:
+    """Serve until the client leaves; the set-up's error line, None when it held."""
     audit = AuditLog(setup.log_dir, workspace.session_id)
     policy = RestartPolicy.of(setup.config.scorer, setup.config.sandbox, len(setup.contract.seeds))
 
     def on_event(event: str, message: str, fields: Mapping[str, Any]) -> None:
-        print(f"patchwarden: {message}", file=sys.stderr, flush=True)
+        say(message)
         audit.event(event, message, fields)
 
-    if transport == "http":  # uvicorn handles SIGINT and SIGTERM itself
-        async with supervise_scorer(argv, start, policy, on_event) as scorer:
-            app = _start_app(setup, workspace, scorer, audit, transport)
-            await _serve_http(app, setup.config.agent.http_token, setup.config.agent.http_port)
-        return
-    started: list[ScorerSupervisor] = []
-    async with anyio.create_task_group() as tg:
-        await tg.start(_stop_on_signal, started, workspace)
-        async with supervise_scorer(argv, start, policy, on_event) as scorer:
-            started.append(scorer)
-            await _start_app(setup, workspace, scorer, audit, transport).run_stdio_async()
-        tg.cancel_scope.cancel()
+    scorer = ScorerSupervisor(scorer_argv(), scorer_start(setup), policy, on_event)
+    readiness = Readiness()
+    app = build_app(_session(setup, workspace, scorer), audit, readiness)
+
+    async def run_scorer() -> None:
+        await scorer.start()
+        readiness_steps.start_soon(scorer.watch)
+
+    def failed(line: str) -> None:
+        print(f"patchwarden: error: {line}", file=sys.stderr, flush=True)
+        audit.event("setup_failed", line, {})
+
+    async with anyio.create_task_group() as readiness_steps:
+        steps: list[SetupStep] = [
+            lambda: anyio.to_thread.run_sync(workspace.create),
+            lambda: anyio.to_thread.run_sync(finish_setup_checks, setup),
+            run_scorer,
+        ]
+        readiness_steps.start_soon(
+            partial(
+                finish_setup,
+                steps,
+                readiness,
+                failed,
+                start_at_latest_s=0 if transport == "http" else START_AT_LATEST_S,
+            )
+        )
+        readiness_steps.start_soon(_announce, setup, workspace, readiness, transport)
+        try:
+            if transport == "http":  # uvicorn handles SIGINT and SIGTERM itself
+                await _serve_http(app, setup.config.agent.http_token, setup.config.agent.http_port)
+            else:
+                await readiness_steps.start(_stop_on_signal, scorer, workspace)
+                await app.run_stdio_async()
+            # A client that left early (or a trial run with stdin closed) still learns
+            # whether the set-up holds: its steps are bounded, and the exit code says it.
+            await readiness.wait()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await scorer.aclose()
+            readiness_steps.cancel_scope.cancel()
+    return readiness.error
 
 
-def _start_app(
-    setup: Setup,
-    workspace: Workspace,
-    scorer: ScorerSupervisor,
-    audit: AuditLog,
-    transport: Transport,
-) -> MCPServer[Any]:
-    app = build_app(_session(setup, workspace, scorer), audit)
-    print(
-        f"patchwarden: serving {setup.repo} at base {setup.base[:12]} over {transport}; "
-        f"worktree {workspace.tree}; logs in {setup.log_dir}",
-        file=sys.stderr,
-        flush=True,
-    )
-    return app
+async def _announce(
+    setup: Setup, workspace: Workspace, readiness: Readiness, transport: Transport
+) -> None:
+    if await readiness.wait() is None:
+        say(
+            f"serving {setup.repo} at base {setup.base[:12]} over {transport}; "
+            f"worktree {workspace.tree}; logs in {setup.log_dir}"
+        )
 
 
 async def _stop_on_signal(
-    scorers: list[ScorerSupervisor],
+    scorer: ScorerSupervisor,
     workspace: Workspace,
     *,
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
@@ -361,13 +410,8 @@ async def _stop_on_signal(
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
         task_status.started()
         async for signum in signals:
-            print(
-                f"patchwarden: {signal.Signals(signum).name}: stopping the session",
-                file=sys.stderr,
-                flush=True,
-            )
-            for scorer in scorers:
-                await scorer.aclose()
+            say(f"{signal.Signals(signum).name}: stopping the session")
+            await scorer.aclose()
             await anyio.to_thread.run_sync(workspace.remove)
             os._exit(0)
 
@@ -441,7 +485,7 @@ async def _serve_http(app: MCPServer[Any], token: str | None, port: int) -> None
     if token is None:
         token = secrets.token_urlsafe(32)
         print(f"patchwarden: http bearer token: {token}", file=sys.stderr, flush=True)
-    print(f"patchwarden: listening on http://127.0.0.1:{port}/mcp", file=sys.stderr, flush=True)
+    say(f"listening on http://127.0.0.1:{port}/mcp")
     server = uvicorn.Server(
         uvicorn.Config(
             http_app(app, token, port),

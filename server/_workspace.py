@@ -95,8 +95,9 @@ class Workspace:
     """The user's repository (top level of its working tree)."""
     tree: Path
     """The agent worktree."""
-    git_dir: Path
-    """The worktree's own git directory inside the user's repository (``.git/worktrees/NAME``)."""
+    git_dir: Path | None
+    """The worktree's own git directory inside the user's repository (``.git/worktrees/NAME``);
+    None until :meth:`create` made the worktree."""
     base: str
     """Full sha of the base commit."""
     private: Path
@@ -105,6 +106,14 @@ class Workspace:
     remove: Callable[[], None]
     """Remove the worktree now (once; the context manager's exit does it otherwise)."""
     submissions: list[str] = field(default_factory=list)
+    _undo: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, repr=False)
+
+    def create(self) -> None:
+        """Make the worktree (``git worktree add`` at the base); ConfigError if git cannot."""
+        if self.git_dir is not None:
+            return
+        self.git_dir = _add_worktree(self.repo, self.tree, self.base, self.session_id)
+        self._undo.callback(_remove_worktree, git.Git(str(self.repo)), self.tree, self.git_dir)
 
     # -- git ------------------------------------------------------------------
 
@@ -115,6 +124,8 @@ class Workspace:
         extra_env: dict[str, str] | None = None,
         strip: bool = True,
     ) -> str:
+        if self.git_dir is None:
+            raise ToolInputError("the worktree is not ready yet")
         env = {
             "GIT_DIR": str(self.git_dir),
             "GIT_WORK_TREE": str(self.tree),
@@ -346,10 +357,37 @@ def open_workspace(
     not end up inside the worktree; the worktree must not be inside the
     repository's own working tree either.
     """
+    with planned_workspace(
+        repo,
+        base,
+        state_dir,
+        worktree_dir=worktree_dir,
+        session_id=session_id,
+        must_stay_outside=must_stay_outside,
+    ) as workspace:
+        workspace.create()
+        yield workspace
+
+
+@contextlib.contextmanager
+def planned_workspace(
+    repo: Path,
+    base: str,
+    state_dir: Path,
+    *,
+    worktree_dir: Path | None = None,
+    session_id: str | None = None,
+    must_stay_outside: Sequence[Path] = (),
+) -> Iterator[Workspace]:
+    """:func:`open_workspace` in two steps: the checks and the private directories now (cheap,
+    a ConfigError refuses the session before it is served), the worktree itself by
+    ``create()`` (a checkout: as slow as the repository is big), e.g. in the background.
+    Everything made is removed on exit."""
     clean_git_environment()
     repo = repo_toplevel(repo.resolve())
     session_id = session_id or secrets.token_hex(6)
-    with contextlib.ExitStack() as undo:
+    undo = contextlib.ExitStack()
+    with undo:
         session_dir = private_dir(private_dir(state_dir) / "sessions") / session_id
         undo.callback(shutil.rmtree, session_dir, ignore_errors=True)
         private = private_dir(session_dir / "git")
@@ -373,46 +411,47 @@ def open_workspace(
                     "this directory must not be inside the agent worktree", where=str(other)
                 )
         (private / "exclude").write_text("\n".join(EXCLUDED) + "\n", encoding="utf-8")
-        runner = git.Git(str(repo))
-        try:
-            runner.execute(
-                [
-                    "git",
-                    *HOOKLESS,
-                    "worktree",
-                    "add",
-                    "--detach",
-                    "--lock",
-                    "--reason",
-                    f"patchwarden session {session_id}",
-                    str(tree),
-                    base,
-                ]
-            )
-        except git.GitCommandError as exc:
-            raise ConfigError(
-                f"cannot create the agent worktree: {git_message(exc)}", where=str(tree)
-            ) from None
-        try:
-            git_dir = _worktree_git_dir(tree)
-        except BaseException:
-            _remove_worktree(runner, tree, None)
-            raise
-        undo.callback(_remove_worktree, runner, tree, git_dir)
-        remove = undo.pop_all().close  # once: a closed stack has nothing left to undo
-
-    try:
-        yield Workspace(
+        # Once: a closed stack has nothing left to undo, and create() adds to this one.
+        workspace = Workspace(
             repo=repo,
             tree=tree,
-            git_dir=git_dir,
+            git_dir=None,
             base=base,
             private=private,
             session_id=session_id,
-            remove=remove,
+            remove=undo.close,
+            _undo=undo,
         )
-    finally:
-        remove()
+        yield workspace
+
+
+def _add_worktree(repo: Path, tree: Path, base: str, session_id: str) -> Path:
+    """``git worktree add`` (locked, detached); the new worktree's git directory."""
+    runner = git.Git(str(repo))
+    try:
+        runner.execute(
+            [
+                "git",
+                *HOOKLESS,
+                "worktree",
+                "add",
+                "--detach",
+                "--lock",
+                "--reason",
+                f"patchwarden session {session_id}",
+                str(tree),
+                base,
+            ]
+        )
+    except git.GitCommandError as exc:
+        raise ConfigError(
+            f"cannot create the agent worktree: {git_message(exc)}", where=str(tree)
+        ) from None
+    try:
+        return _worktree_git_dir(tree)
+    except BaseException:
+        _remove_worktree(runner, tree, None)
+        raise
 
 
 def _worktree_git_dir(tree: Path) -> Path:
