@@ -83,10 +83,13 @@ def dom(url: str) -> str:
     return page
 
 
-def screenshot(url: str, path: Path, height: int) -> Path:
-    chromium(url, f"--screenshot={path}", f"--window-size=1400,{height}")
+def screenshot(url: str, path: Path, height: int) -> str:
+    """A screenshot of ``url`` at ``path`` and the DOM of the same load, so that what the
+    test asserts is what the picture shows (an error page is a PNG too)."""
+    page = chromium(url, "--dump-dom", f"--screenshot={path}", f"--window-size=1400,{height}")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    return path
+    assert "<html" in page[:100], page[:200]
+    return page
 
 
 def text_of(html: str) -> str:
@@ -176,7 +179,7 @@ def rows_in_bundle(bundle: Path) -> dict[tuple[str, str, str], tuple[str, str]]:
 def test_list_shows_every_verdict_with_its_decision_and_the_torn_line(
     site: Site, artefacts: Path
 ) -> None:
-    page = dom(site.url)
+    page = screenshot(site.url, artefacts / "view-list.png", 560)
     rows = re.findall(r'<tr class="row-([a-z_]+)">(.*?)</tr>', page, re.S)
     listed = {
         re.search(r'class="vid"[^>]*>([^<]+)<', row).group(1): decision  # type: ignore[union-attr]
@@ -201,7 +204,6 @@ def test_list_shows_every_verdict_with_its_decision_and_the_torn_line(
     assert f"{index}:5: skipped a torn last line (an interrupted write)" in text_of(page)
     assert any("verdicts.jsonl:5: skipped a torn" in line for line in site.server_log)
     assert "all 4 accept 1 reject 2 propose_freeze 1 skipped 0" in text_of(page)
-    screenshot(site.url, artefacts / "view-list.png", 560)
 
 
 @pytest.mark.parametrize(
@@ -298,8 +300,18 @@ def test_tickets_page_lists_the_refactors_proposal(site: Site) -> None:
     assert "prop.bulk_rounding" in text_of(rows[0][2])
 
 
-def test_verdict_page_screenshot(site: Site, artefacts: Path) -> None:
-    screenshot(f"{site.url}verdicts/{site.ids['fix']}", artefacts / "view-verdict.png", 2300)
+def test_verdict_page_screenshot_shows_the_verdict(site: Site, artefacts: Path) -> None:
+    vid = site.ids["fix"]
+    page = screenshot(f"{site.url}verdicts/{vid}", artefacts / "view-verdict.png", 2300)
+    heading = re.search(
+        r'<h1><span id="decision" class="decision"><span class="badge [^"]+">(\w+)</span>'
+        r'.*?</span> <span class="vid">([^<]+)</span></h1>',
+        page,
+        re.S,
+    )
+    assert heading is not None, text_of(page)[:300]
+    assert heading.groups() == ("accept", vid)
+    assert f"<title>accept {vid} · patchwarden</title>" in page
 
 
 def test_static_export_renders_the_same_grid_from_disk(site: Site, tmp_path: Path) -> None:
