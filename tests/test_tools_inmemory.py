@@ -27,7 +27,7 @@ from patchwarden.scorer.protocol import (
 )
 from patchwarden.server._app import build_app
 from patchwarden.server._audit import AuditLog
-from patchwarden.server.tools import READ_ONLY, TOOLS, Session
+from patchwarden.server.tools import READ_ONLY, TOOLS, Session, tool_named
 from tests._tool_sessions import CONTRACT, SUMMARY, FakeScorer, example_session
 
 
@@ -66,17 +66,18 @@ def test_every_tool_is_listed_with_schemas_and_honest_annotations(harness: Harne
     assert list(tools) == [tool.name for tool in TOOLS]
     read_only = {n for n, t in tools.items() if t.annotations and t.annotations.read_only_hint}
     assert read_only == {tool.name for tool in TOOLS if tool.annotations is READ_ONLY}
-    assert all(t.output_schema for t in tools.values())
+    for tool in TOOLS:
+        # What the client sees is what the tool declares: the adapter adds and drops nothing.
+        published, declared = tools[tool.name], tool.args.model_json_schema()
+        assert published.input_schema["properties"] == declared.get("properties", {}), tool.name
+        assert published.input_schema.get("required") == declared.get("required"), tool.name
+        assert published.output_schema == tool.result.model_json_schema(
+            mode="serialization", by_alias=True
+        ), tool.name
+        assert (published.title, published.description) == (tool.title, tool.description)
+        assert published.annotations == tool.annotations, tool.name
     # The summary schema is the protocol's: one schema, not three.
-    assert tools["submit_patch"].output_schema == VerdictSummary.model_json_schema(
-        mode="serialization", by_alias=True
-    ) or set(tools["submit_patch"].output_schema["properties"]) == {
-        "verdict_id",
-        "decision",
-        "results",
-        "scorecard",
-        "counts",
-    }
+    assert tool_named("submit_patch").result is VerdictSummary
 
 
 def test_file_tools_edit_the_worktree_and_refuse_contract_paths(harness: Harness) -> None:

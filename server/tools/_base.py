@@ -139,7 +139,3 @@ def check_node_id(node_id: str) -> str:
         raise ToolInputError(f"{node_id!r} is not a pytest node id (path[::name])")
     split_path(node_id.split("::", 1)[0])
     return node_id
-
-
-async def no_progress(progress: float, total: float | None, message: str) -> None:
-    """A progress sink that drops every report (callers that do not show progress)."""

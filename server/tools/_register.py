@@ -54,5 +54,4 @@ def sdk_function(tool: Tool[Any, Any], session: Session) -> Any:
     call.__name__ = call.__qualname__ = tool.name  # names the SDK's argument model
     call.__signature__ = inspect.Signature(parameters, return_annotation=tool.result)  # type: ignore[attr-defined]
     call.__annotations__ = annotations
-    call.__doc__ = tool.description
     return call
