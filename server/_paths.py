@@ -40,6 +40,12 @@ GIT_DIR_NAME = ".git"
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
+def glob_matches(path: str, glob: str) -> bool:
+    """``glob`` (fnmatch: ``*`` crosses ``/``) matches ``path`` or its last component: the
+    one glob rule of list_files and search_text."""
+    return fnmatch.fnmatchcase(path, glob) or fnmatch.fnmatchcase(path.rsplit("/", 1)[-1], glob)
+
+
 def split_path(path: object, *, allow_root: bool = False) -> list[str]:
     """The components of a tree-relative path, or ToolInputError saying why it is refused.
 

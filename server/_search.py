@@ -41,7 +41,7 @@ import regex
 from regex import Pattern
 
 from ._errors import ToolInputError
-from ._paths import DIR_FLAGS, GIT_DIR_NAME, PathPolicy
+from ._paths import DIR_FLAGS, GIT_DIR_NAME, PathPolicy, glob_matches
 from ._workspace import EXCLUDED
 
 MAX_PATTERN_CHARS = 1000
@@ -162,11 +162,6 @@ def _unshared_syntax(pattern: str) -> str | None:
 
 _EXCLUDED_DIRS = tuple(p.rstrip("/") for p in EXCLUDED if p.endswith("/"))
 _EXCLUDED_FILES = tuple(p for p in EXCLUDED if not p.endswith("/"))
-
-
-def glob_matches(rel: str, glob: str) -> bool:
-    """``glob`` (fnmatch) matches the tree-relative path or the file's name, as in list_files."""
-    return fnmatch.fnmatchcase(rel, glob) or fnmatch.fnmatchcase(rel.rsplit("/", 1)[-1], glob)
 
 
 @dataclass(frozen=True)

@@ -180,7 +180,13 @@ def test_read_only_tools_leave_the_worktree_as_it_was(call: Call) -> None:
     before = _git_status(tree), {p: p.read_bytes() for p in tree.rglob("*") if p.is_file()}
     examples = dict(_documented_examples())
     read_only = [tool for tool in TOOLS if tool.annotations is READ_ONLY]
-    assert {tool.name for tool in read_only} == {"get_contract", "list_files", "read_file", "diff"}
+    assert {tool.name for tool in read_only} == {
+        "get_contract",
+        "list_files",
+        "search_text",
+        "read_file",
+        "diff",
+    }
     for tool in read_only:
         call(tool.name, **examples[tool.name])
     after = _git_status(tree), {p: p.read_bytes() for p in tree.rglob("*") if p.is_file()}
@@ -213,6 +219,35 @@ def test_list_files_filters_by_pattern_and_refuses_paths_outside(call: Call) -> 
     assert call.refused("list_files", path="../") == (
         "'../': '..' is refused; use a path inside the worktree"
     )
+
+
+def test_search_text_finds_lines_through_the_read_policy(call: Call) -> None:
+    tree = call.session.workspace.tree
+    found = call("search_text", pattern="BULK_FACTOR", glob="*.py")
+    assert [(m.path, m.line) for m in found.matches] == [
+        ("orders/total.py", 11),
+        ("orders/total.py", 25),
+    ]
+    first = found.matches[0]
+    assert (first.text, first.column, first.before) == (
+        "BULK_FACTOR = 0.95",
+        1,
+        ["BULK_MIN_QTY = 10"],
+    )
+    assert found.truncated is False
+    # Contract paths are readable; nothing in .git is searched, whatever it holds.
+    assert {m.path for m in call("search_text", pattern="bulk_rounding").matches} >= {
+        "contract/differential-contract.yaml"
+    }
+    assert call("search_text", pattern="gitdir:").matches == []  # the worktree's .git file
+    regex = call("search_text", pattern=r"^def \w+\(", regex=True, glob="orders/*")
+    assert [m.line for m in regex.matches] == [21, 29]
+    assert call.refused("search_text", pattern="(?=x)", regex=True) == (
+        "pattern uses look-around, which the search does not support "
+        "(no look-around, no backreferences)"
+    )
+    (tree / "outside_link").symlink_to("/etc")
+    assert call("search_text", pattern="root:").matches == []
 
 
 def test_read_file_reads_a_range_and_refuses_bad_ranges(call: Call) -> None:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import fnmatch
 from typing import Annotated, Literal
 
 from pydantic import Field
 
+from .._paths import glob_matches
 from ._base import READ_ONLY, Out, Progress, Tool, ToolArgs, in_thread
 from ._session import Session
 
@@ -36,20 +36,13 @@ class FileList(Out):
     truncated: bool
 
 
-def _glob_matches(below: str, pattern: str) -> bool:
-    """``pattern`` matches the path below the listed directory, or the entry's name."""
-    return fnmatch.fnmatchcase(below, pattern) or fnmatch.fnmatchcase(
-        below.rsplit("/", 1)[-1], pattern
-    )
-
-
 async def run(session: Session, args: Args, progress: Progress) -> FileList:
     entries, truncated = await in_thread(
         lambda: session.policy.list_entries(args.path, limit=MAX_LIST_ENTRIES)
     )
     if args.pattern is not None:
         pattern = args.pattern
-        entries = [e for e in entries if _glob_matches(e.below, pattern)]
+        entries = [e for e in entries if glob_matches(e.below, pattern)]
     return FileList(
         entries=[FileEntry(path=e.path, kind=e.kind, size=e.size) for e in entries],
         truncated=truncated,

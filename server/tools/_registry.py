@@ -19,6 +19,7 @@ from . import (
     _read_file,
     _request_freeze,
     _run_tests,
+    _search_text,
     _submit_patch,
     _write_file,
 )
@@ -27,6 +28,7 @@ from ._base import Tool
 TOOLS: tuple[Tool[Any, Any], ...] = (
     _get_contract.TOOL,
     _list_files.TOOL,
+    _search_text.TOOL,
     _read_file.TOOL,
     _write_file.TOOL,
     _edit_file.TOOL,
