@@ -65,7 +65,7 @@ from ._startup import (
 from ._supervisor import RestartPolicy, ScorerSupervisor
 from ._workspace import Workspace, planned_workspace, private_dir, repo_toplevel
 from .config import AgentConfig, OperatorConfig, load_config
-from .tools import Session, instructions, register_tools
+from .tools import Scorer, Session, instructions, register_tools
 
 Transport = Literal["stdio", "http"]
 INSTRUCTIONS = instructions()
@@ -87,6 +87,8 @@ class ServeOptions:
     contract: str | None = None
     log_dir: Path | None = None
     transport: Transport = "stdio"
+    held_out: Path | None = None
+    """Replaces ``scorer.held_out_dir`` (a hosted workspace's own)."""
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,8 @@ def apply_overrides(config: OperatorConfig, options: ServeOptions) -> OperatorCo
     scorer: dict[str, Any] = {}
     if options.log_dir is not None:
         scorer["log_dir"] = str(options.log_dir)
+    if options.held_out is not None:
+        scorer["held_out_dir"] = str(options.held_out)
     return config.model_copy(
         update={
             "agent": AgentConfig.model_validate({**config.agent.model_dump(), **agent}),
@@ -416,7 +420,7 @@ async def _stop_on_signal(
             os._exit(0)
 
 
-def _session(setup: Setup, workspace: Workspace, scorer: ScorerSupervisor) -> Session:
+def _session(setup: Setup, workspace: Workspace, scorer: Scorer) -> Session:
     policy = PathPolicy(
         workspace.tree,
         read_only=setup.read_only,
@@ -470,12 +474,17 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
-def http_app(app: MCPServer[Any], token: str, port: int) -> BearerAuth:
-    security = TransportSecuritySettings(
+def loopback_security(port: int) -> TransportSecuritySettings:
+    """Host and Origin must name this loopback port (against DNS rebinding)."""
+    return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=[f"127.0.0.1:{port}", f"localhost:{port}"],
         allowed_origins=[f"http://127.0.0.1:{port}", f"http://localhost:{port}"],
     )
+
+
+def http_app(app: MCPServer[Any], token: str, port: int) -> BearerAuth:
+    security = loopback_security(port)
     return BearerAuth(app.streamable_http_app(transport_security=security, host="127.0.0.1"), token)
 
 

@@ -10,6 +10,7 @@ import anyio
 import click
 
 from ._base import OneLineCommand, config_option
+from ._oneline import OneLineUsageError
 
 
 @click.command("serve", cls=OneLineCommand)
@@ -33,6 +34,22 @@ from ._base import OneLineCommand, config_option
     show_default=True,
     help="stdio for a local client; http on 127.0.0.1 with a bearer token.",
 )
+@click.option(
+    "--hosted",
+    is_flag=True,
+    help="With --transport http: many workspaces, created over HTTP with the operator token "
+    "(docs/clients.md, 'Hosted workspaces').",
+)
+@click.option(
+    "--operator-token-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="--hosted: the operator token's file (default: $PATCHWARDEN_OPERATOR_TOKEN).",
+)
+@click.option(
+    "--scorer-slots",
+    type=click.IntRange(min=1),
+    help="--hosted: patches scored at once (default: cores / scorer.jobs).",
+)
 def serve_cmd(
     config_path: Path | None,
     repo: Path | None,
@@ -40,8 +57,25 @@ def serve_cmd(
     contract: str | None,
     log_dir: Path | None,
     transport: str,
+    hosted: bool,
+    operator_token_file: Path | None,
+    scorer_slots: int | None,
 ) -> None:
     """Serve an agent session over MCP: a worktree at the base, tools, and a scorer."""
+    if hosted:
+        if transport != "http":
+            raise OneLineUsageError("serve: --hosted needs --transport http")
+        if repo or base or contract or log_dir:
+            raise OneLineUsageError(
+                "serve: --hosted takes repo, base and contract per workspace (POST /workspaces)"
+            )
+        from .._hosted import serve_hosted
+
+        with contextlib.suppress(KeyboardInterrupt):
+            anyio.run(serve_hosted, config_path, operator_token_file, scorer_slots)
+        return
+    if operator_token_file or scorer_slots:
+        raise OneLineUsageError("serve: --operator-token-file and --scorer-slots need --hosted")
     from .._app import ServeOptions, run_serve
 
     with contextlib.suppress(KeyboardInterrupt):
