@@ -255,3 +255,26 @@ def test_eight_agents_on_two_repositories_each_get_their_own_verdict(hosted: Hos
     assert len(_worktrees(hosted.repos[0])) == AGENTS // 2 - 1
     assert (hosted.logs / "verdicts" / verdict_ids[0] / "decision.json").is_file()  # kept
     assert re.fullmatch(r"[0-9a-f]{12}", gone["id"])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--hosted"], "serve: --hosted needs --transport http"),
+        (["--hosted", "--transport", "http", "--repo", "."], "takes repo, base and contract"),
+        (["--scorer-slots", "2"], "--operator-token-file and --scorer-slots need --hosted"),
+        (["--hosted", "--transport", "http"], "needs an operator token of at least 16"),
+    ],
+)
+def test_hosted_refuses_a_bad_start_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], message: str
+) -> None:
+    from click.testing import CliRunner
+
+    from patchwarden.server.cli import cli
+
+    monkeypatch.delenv("PATCHWARDEN_OPERATOR_TOKEN", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    result = CliRunner().invoke(cli, ["serve", *args])
+    assert result.exit_code == 2, result.output
+    assert message in result.output and len(result.output.strip().splitlines()) == 1
