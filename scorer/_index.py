@@ -77,6 +77,17 @@ def append_index(log_dir: Path, line: IndexLine) -> None:
 
 def parse_line(raw: bytes, where: str) -> IndexLine:
     """One line of the index (without its newline); an InputError naming ``where``."""
+    try:  # the common case, in one pass (pydantic parses the JSON itself)
+        line = IndexLine.model_validate_json(raw)
+    except ValidationError:
+        return _diagnosed(raw, where)
+    if not VERDICT_ID.match(line.verdict_id):
+        return _diagnosed(raw, where)
+    return line
+
+
+def _diagnosed(raw: bytes, where: str) -> IndexLine:
+    """``raw`` read step by step: the line, or the InputError of the first thing wrong."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

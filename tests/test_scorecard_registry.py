@@ -64,7 +64,7 @@ def test_an_operator_severity_is_a_scorer_setting_the_schema_and_doc_name() -> N
     scorer = schema["$defs"]["ScorerConfig"]["properties"]
     outcomes = dict((name, outcome) for name, _, outcome in _doc_rows())
     with_severity = [check for check in SCORECARD if check.severity is not None]
-    assert [check.name for check in with_severity] == ["test_tampering"]
+    assert "test_tampering" in [check.name for check in with_severity]
     for check in with_severity:
         assert check.severity is not None
         setting = check.severity.setting

@@ -142,7 +142,7 @@ class IndexReader:
             gate_decision=line.gate_decision or "",
             parent_sha=line.parent_sha or "",
             patch_sha=line.patch_sha or "",
-            time=entry_time(line.to_json(), verdict_id),
+            time=entry_time(line.model_extra or {}, verdict_id),
             reasons=reason_counts(line.results),
         )
         state.entries.append(item)
