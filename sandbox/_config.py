@@ -110,6 +110,12 @@ class SandboxConfig(BaseModel):
     limits: Limits = Limits()
     """Resource limits; each run may lower or raise them."""
 
+    oracle: Literal["isolated", "in-process"] = "isolated"
+    """Scorer runs: `isolated` runs the product in a sandboxed process of its own and the
+    properties in another, with only data between them (docs/design/isolated-oracle.md); a
+    property that cannot run so runs in-process and the `isolation` check says so.
+    `in-process` runs every property in the process that imports the product."""
+
     import_roots: tuple[str, ...] | None = None
     """Directories of the project's tree (relative to its root) that hold its importable code,
     in sys.path order; the tree itself always follows, and all of them come before the

@@ -15,7 +15,7 @@ import os
 import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,8 @@ from ._config import Limits, SandboxConfig
 from ._inside import ORACLE, program
 from ._launch import launch
 from ._layout import ImportLayout, detect_layout
+from ._product import ProductProcess as _ProductProcess
+from ._product import runner_env as _base_env
 from ._runtime import python_runtime
 from ._supervise import ProcessResult
 
@@ -32,6 +34,9 @@ REPORTER_SOURCE = program(ORACLE)
 SENTINEL = "__patchwarden_sentinel__"  # = _inside/_boot.py (tests/test_reporter.py)
 CHANNEL_READ_BYTES = 65536
 CHANNEL_MAX_BYTES = 16 * 1024 * 1024  # far above any honest run's records; bounds a flood
+CALL_TIMEOUT_SHARE = 0.75
+"""A call into the product process may take this share of the idle limit: the oracle waits
+silently meanwhile, and past the idle limit the whole run would be killed."""
 TESTS_DIR_MOUNT = "/property-tests"
 """Where a tests directory kept apart from the tree appears under bubblewrap."""
 
@@ -52,6 +57,10 @@ class PropertyRecord:
     duration_s: float
     settings: str = ""
     """The Hypothesis settings the property's test ran with (empty if none)."""
+    isolation: str = "in-process"
+    """`isolated` (the product ran in a process of its own), `in-process: <why>` (it could
+    not, and the property ran in the process that imports the product) or `in-process`
+    (the operator's `sandbox.oracle`)."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +86,8 @@ class PropertyRun:
     observed: list[str] = field(default_factory=list)
     """Frame introspection by the project's code (see docs/design/runner.md): the scorer
     rejects what the patch's runs do and the parent's do not."""
+    product: ProcessResult | None = None
+    """The product process of an isolated run (None: every property ran in-process)."""
 
 
 @dataclass(frozen=True)
@@ -104,15 +115,6 @@ def _interpreter(config: SandboxConfig) -> str:
     return python_runtime(config).executable
 
 
-def _base_env(seed: int) -> dict[str, str]:
-    return {
-        "PYTHONHASHSEED": str(seed),
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-        "HYPOTHESIS_STORAGE_DIRECTORY": "/tmp/.hypothesis",
-    }
-
-
 def layout_for(tree: Path, config: SandboxConfig, *, start: str = ".") -> ImportLayout:
     """The tree's import layout, or the operator's roots (``sandbox.import_roots``)."""
     return detect_layout(tree, override=config.import_roots, start=start)
@@ -132,6 +134,7 @@ def _run_reporter(
     on_output: Callable[[bytes], None] | None = None,
     secret: RunSecret | None = None,
     readonly_mounts: Sequence[tuple[Path, str]] = (),
+    product: _ProductProcess | None = None,
 ) -> tuple[bytes, list[str], ProcessResult]:
     """Launch the reporter and return its channel's bytes, problems, process.
 
@@ -156,6 +159,13 @@ def _run_reporter(
 
     reader = threading.Thread(target=drain, name="patchwarden-channel", daemon=True)
     reader.start()
+    oracle_fds: tuple[int, ...] = ()
+    if product is not None:
+        oracle_fds = product.start(tree, seed, config, limits or config.limits, layout)
+        cut = list(args).index("--")
+        extra = ["--product-fds", ",".join(map(str, oracle_fds))]
+        extra += ["--call-timeout", f"{product.call_timeout_s:g}"]
+        args = [*args[:cut], *extra, *args[cut:]]
     try:
         argv = [
             _interpreter(config),
@@ -179,7 +189,7 @@ def _run_reporter(
             tree_writable=tree_writable,
             contract_paths=contract_paths,
             env=_base_env(seed),
-            pass_fds=(write_end,) if secret_fd is None else (write_end, secret_fd),
+            pass_fds=((write_end,) if secret_fd is None else (write_end, secret_fd)) + oracle_fds,
             limits=limits,
             stdin=REPORTER_SOURCE.encode(),
             readonly_mounts=readonly_mounts,
@@ -191,6 +201,10 @@ def _run_reporter(
         os.close(write_end)
         if secret_fd is not None:
             os.close(secret_fd)
+        for fd in oracle_fds:
+            os.close(fd)
+        if product is not None:
+            product.stop()
         reader.join()
     problems = []
     if overflow.is_set():
@@ -241,6 +255,7 @@ def _record(obj: Mapping[str, Any], seed: int) -> PropertyRecord | None:
         witness=obj.get("witness", ""),
         duration_s=float(duration) if isinstance(duration, int | float) else 0.0,
         settings=str(obj.get("settings", "")),
+        isolation=str(obj.get("isolation", "in-process")),
     )
 
 
@@ -263,7 +278,104 @@ def run_properties(
     the tree that holds the targets' test files (their node ids are relative to it). It is
     mounted read-only at TESTS_DIR_MOUNT and is pytest's root for the run; product code is
     still imported from the tree.
+
+    With ``sandbox.oracle: isolated`` (the default) the product runs in a process of its own
+    (docs/design/isolated-oracle.md); a property that cannot runs again, in-process, in a
+    second run of its own, and its record says why (``PropertyRecord.isolation``).
     """
+    layout = layout if layout is not None else layout_for(tree, config)
+    options = dict(contract_paths=contract_paths, limits=limits, layout=layout, tests_dir=tests_dir)
+    if config.oracle != "isolated" or not targets:
+        return _scorer_run(tree, targets, seed, config, product=None, **options)  # type: ignore[arg-type]
+    why = in_process_reasons(tree, targets, layout, tests_dir)
+    isolated = [t for t in targets if t.prop not in why]
+    if not isolated:
+        first = None
+    else:
+        quiet = (limits or config.limits).idle_time_s * CALL_TIMEOUT_SHARE
+        product = _ProductProcess(hidden=contract_paths, call_timeout_s=quiet)
+        first = _scorer_run(tree, isolated, seed, config, product=product, **options)  # type: ignore[arg-type]
+        if first.complete:
+            why.update(
+                (r.prop, r.isolation.removeprefix("refused: "))
+                for r in first.records
+                if r.isolation.startswith("refused: ")
+            )
+    rest = [t for t in targets if t.prop in why]
+    second = _scorer_run(tree, rest, seed, config, product=None, **options) if rest else None  # type: ignore[arg-type]
+    return _merged(targets, first, second, why)
+
+
+def in_process_reasons(
+    tree: Path, targets: Sequence[PropertyTarget], layout: ImportLayout, tests_dir: Path | None
+) -> dict[str, str]:
+    """Properties that cannot run isolated before anything runs, and why: a test module
+    inside a package of the product (it would import the product as the oracle's own).
+    Test packages (a top-level directory named ``test*``) are the oracle's code."""
+    if tests_dir is not None:
+        return {}
+    places = []
+    for name in layout.packages:
+        for root in layout.roots:
+            where = tree / root / name.replace(".", "/")
+            if where.is_dir():
+                places.append((name, where.resolve()))
+                break
+    why: dict[str, str] = {}
+    for target in targets:
+        test_file = (tree / target.node_id.split("::", 1)[0]).resolve()
+        for name, where in places:
+            if test_file.is_relative_to(where) and not name.split(".")[-1].startswith("test"):
+                why[target.prop] = f"its test module is inside the product package {name}"
+    return why
+
+
+def _merged(
+    targets: Sequence[PropertyTarget],
+    first: PropertyRun | None,
+    second: PropertyRun | None,
+    why: Mapping[str, str],
+) -> PropertyRun:
+    """One run's worth of evidence from the isolated run and the in-process one."""
+    runs = [r for r in (first, second) if r is not None]
+    by_prop: dict[str, PropertyRecord] = {}
+    for run in runs:
+        for record in run.records:
+            if run is second:
+                record = replace(record, isolation=f"in-process: {why.get(record.prop, '?')}")
+            if record.prop not in by_prop or run is second:
+                by_prop[record.prop] = record
+    records = [by_prop[t.prop] for t in targets if t.prop in by_prop]
+    main_run = runs[0]
+    return PropertyRun(
+        seed=main_run.seed,
+        records=records,
+        missing=[t.prop for t in targets if t.prop not in by_prop],
+        complete=all(r.complete for r in runs),
+        shadowed=sorted({s for r in runs for s in r.shadowed}),
+        problems=[p for r in runs for p in r.problems],
+        process=main_run.process,
+        forged=[f for r in runs for f in r.forged],
+        channel="\n".join(r.channel for r in runs),
+        canaries=[c for r in runs for c in r.canaries],
+        observed=[o for r in runs for o in r.observed],
+        product=first.product if first is not None else None,
+    )
+
+
+def _scorer_run(
+    tree: Path,
+    targets: Sequence[PropertyTarget],
+    seed: int,
+    config: SandboxConfig,
+    *,
+    contract_paths: Sequence[str],
+    limits: Limits | None,
+    layout: ImportLayout,
+    tests_dir: Path | None,
+    product: _ProductProcess | None,
+) -> PropertyRun:
+    """One sandboxed oracle process (and, isolated, its product process) for ``targets``."""
     targets_json = json.dumps([[t.prop, t.node_id] for t in targets])
     options = ["--mode", "scorer", "--targets", targets_json]
     isolated = config.backend == "bubblewrap"
@@ -289,9 +401,10 @@ def run_properties(
             contract_paths=contract_paths,
             tree_writable=False,
             limits=limits,
-            layout=layout if layout is not None else layout_for(tree, config),
+            layout=layout,
             secret=secret,
             readonly_mounts=mounts,
+            product=product,
         )
     reading = verify_channel(raw, secret, process.exit_code)
     canaries = [c.prop for c in secret.canaries]
@@ -339,6 +452,7 @@ def run_properties(
         channel=raw.decode("utf-8", "replace"),
         canaries=canaries,
         observed=reading.observed,
+        product=product.result if product is not None else None,
     )
 
 

@@ -45,6 +45,9 @@ class ScorerConfig(BaseModel):
     """Globs restored from the parent before the runs; changing them is test_tampering."""
     test_tampering: Literal["review", "reject"] = "review"
     """Outcome of the test_tampering check when the patch changes a protected path."""
+    isolation: Literal["review", "reject", "pass"] = "review"
+    """Outcome of the isolation check when a property could not run with the product in a
+    process of its own and ran in-process (docs/design/isolated-oracle.md)."""
     run_limits: Limits = Limits(wall_time_s=600, idle_time_s=300)
     """Limits of one scorer run (one tree, one seed, every property)."""
     held_out_dir: str | None = None

@@ -274,6 +274,10 @@ def _run_evidence(bundle: BundleWriter, outcomes: Mapping[tuple[str, int], RunOu
                 "forged": run.forged,
                 "observed": run.observed,
                 "canaries": run.canaries,
+                "isolation": {r.prop: r.isolation for r in run.records},
+                "product": None
+                if run.product is None
+                else {"exit_code": run.product.exit_code, "stderr": run.product.stderr[-4000:]},
                 "exit_code": run.process.exit_code,
                 "signal": run.process.signal,
                 "timed_out": run.process.timed_out,

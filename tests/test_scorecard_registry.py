@@ -64,7 +64,7 @@ def test_an_operator_severity_is_a_scorer_setting_the_schema_and_doc_name() -> N
     scorer = schema["$defs"]["ScorerConfig"]["properties"]
     outcomes = dict((name, outcome) for name, _, outcome in _doc_rows())
     with_severity = [check for check in SCORECARD if check.severity is not None]
-    assert "test_tampering" in [check.name for check in with_severity]
+    assert {"test_tampering", "isolation"} <= {check.name for check in with_severity}
     for check in with_severity:
         assert check.severity is not None
         setting = check.severity.setting
@@ -125,3 +125,39 @@ def test_the_checks_before_the_runs_read_the_plan_and_the_operators_severity(
     )
     assert checks["quarantine"] == Check(check="quarantine", outcome="pass", evidence=[])
     assert checks["suspicious"] == Check(check="suspicious", outcome="pass", evidence=[])
+
+
+def test_isolation_names_each_property_that_ran_in_process_at_the_operators_severity() -> None:
+    from types import SimpleNamespace
+
+    from patchwarden.sandbox import PropertyRecord, PropertyRun
+    from patchwarden.scorer.checks._check_isolation import ISOLATION, OPERATOR_CHOICE
+
+    def run(*isolation: str) -> PropertyRun:
+        records = [
+            PropertyRecord(prop=f"prop.{n}", status="pass", witness="", duration_s=0.0, isolation=i)
+            for n, i in enumerate(isolation)
+        ]
+        return PropertyRun(
+            seed=3, records=records, missing=[], complete=True, shadowed=[], problems=[],
+            process=None,  # type: ignore[arg-type]  # the check reads the records only
+        )  # fmt: skip
+
+    def outcome(severity: str, *runs: PropertyRun) -> tuple[str, list[str]]:
+        config = ScorerConfig(isolation=severity)  # type: ignore[arg-type]
+        context = SimpleNamespace(
+            plan=SimpleNamespace(config=config),
+            runs={(f"run{i}", 3): r for i, r in enumerate(runs)},
+        )
+        check = ISOLATION.run(context)  # type: ignore[arg-type]
+        return check.outcome, check.evidence
+
+    why = "in-process: the property sets orders.CENT (patches the product)"
+    assert outcome("review", run("isolated", "isolated")) == ("pass", [])
+    assert outcome("review", run("isolated", why), run("isolated", why)) == (
+        "review",
+        [f"prop.1 {why} (run0 seed 3, run1 seed 3)"],
+    )
+    assert outcome("reject", run(why))[0] == "reject"
+    assert outcome("pass", run(why))[0] == "pass"
+    assert outcome("review", run("in-process")) == ("pass", [OPERATOR_CHOICE])

@@ -7,7 +7,9 @@ each can be read, and type-checked, on its own; a part sees the names the parts 
 define (its ``TYPE_CHECKING`` imports say which), exactly as one script would.
 
 - ``ORACLE``: the trusted runner (bootstrap, the tamper and provenance checks, the pytest
-  plugin, the session, the signer, the audit hook, the top-level start).
+  plugin, the session, the signer, the audit hook, the top-level start), and in isolated
+  scorer runs the wire and the proxies of the product's modules;
+- ``PRODUCT``: the product process of an isolated scorer run.
 """
 
 from __future__ import annotations
@@ -17,8 +19,14 @@ from pathlib import Path
 HERE = Path(__file__).parent
 FUTURE = "from __future__ import annotations"
 
-ORACLE = ("_boot", "_guard", "_plugin", "_session", "_signer", "_audit", "_start")
+ORACLE = (
+    "_paths", "_boot", "_guard", "_wire", "_proxy", "_plugin", "_session", "_signer", "_audit",
+    "_start",
+)  # fmt: skip
 """The runner's parts in program order; ``_start`` runs it and must come last."""
+
+PRODUCT = ("_paths", "_wire", "_product")
+"""The product process of an isolated run (docs/design/isolated-oracle.md)."""
 
 
 def program(parts: tuple[str, ...]) -> str:

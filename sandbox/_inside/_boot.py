@@ -39,7 +39,10 @@ import json
 import os
 import random
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._paths import tree_paths
 
 SENTINEL = "__patchwarden_sentinel__"  # = _pytest_runner.SENTINEL (tests/test_reporter.py)
 MACHINERY = ("pytest", "_pytest", "pluggy", "hypothesis")  # = _layout.TEST_MACHINERY
@@ -184,12 +187,5 @@ random.seed(SEED)
 
 
 def _tree_paths():
-    """The tree's import roots, then the tree itself: only directories inside the tree."""
-    tree = os.path.realpath(TREE)
-    paths = []
-    for root in [*LAYOUT["roots"], "."]:
-        path = os.path.normpath(os.path.join(TREE, root))
-        real = os.path.realpath(path)
-        if (real == tree or real.startswith(tree + os.sep)) and path not in paths:
-            paths.append(path)
-    return paths
+    """The tree's import roots, then the tree itself (``tree_paths``)."""
+    return tree_paths(TREE, LAYOUT["roots"])

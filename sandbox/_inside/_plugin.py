@@ -5,6 +5,7 @@ Part of the program concatenated by sandbox/_inside (``program``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import time
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
         _tampered,
         _traceback_id,
     )
+    from ._proxy import ISOLATION, IsolationRefused, ProductFailure
 
 
 class Reporter:
@@ -136,6 +138,14 @@ class Reporter:
         # cannot leave a weaker profile or a fixed random state behind.
         settings.load_profile("patchwarden")
         random.seed(SEED)
+        if MODE == "scorer":
+            # Isolated runs: refusals and product failures belong to the running property;
+            # the product process re-seeds its own random state like this one.
+            ISOLATION["prop"] = self._prop_of(item)
+            link = ISOLATION["link"]
+            if link is not None and link.used and link.dead is None:
+                with contextlib.suppress(ProductFailure, IsolationRefused):
+                    link.request("reseed", [])
         self.started[item.nodeid] = time.monotonic()
         if MODE == "scorer":
             # Checked before every test too: a replacement made while one test ran and
@@ -190,6 +200,11 @@ class Reporter:
         return report
 
     def _record(self, item, prop, status, witness):
+        failed = ISOLATION["failed"].get(prop)
+        if status == "pass" and failed is not None:
+            # The product process failed under this property and the property went on to
+            # pass (it caught what was raised): a product failure is never a pass.
+            status, witness = "fail", f"{prop}|{failed[0]}|product"
         if status == "pass" and prop in self.raised:
             # The report says passed, but the test function raised: something between
             # the test and its report changed the outcome.
@@ -205,6 +220,7 @@ class Reporter:
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logfinish(self, nodeid, location):
+        ISOLATION["prop"] = None
         if MODE == "agent" and nodeid in self.outcomes:
             self._emit_agent(nodeid)
 
@@ -254,8 +270,18 @@ class Reporter:
                     "witness": witness,
                     "duration_s": duration,
                     "settings": self.fingerprints.get(prop, ""),
+                    "isolation": _isolation_of(prop),
                 }
             )
         self._note_tampered("at the end")
         shadowed = _machinery_shadowed() + self.tampered
         return {"rows": rows, "end": {"exitstatus": int(exitstatus), "shadowed": shadowed}}
+
+
+def _isolation_of(prop):
+    """``isolated``, ``refused: <the first call that could not cross>`` or ``in-process``."""
+    if ISOLATION["link"] is None:
+        return "in-process"
+    refused = ISOLATION["refused"]
+    why = refused.get(prop) or refused.get("<collection>")
+    return f"refused: {why}" if why else "isolated"

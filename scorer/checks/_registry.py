@@ -15,6 +15,7 @@ from ._check_contract_tampered import CONTRACT_TAMPERED
 from ._check_differential import DIFFERENTIAL
 from ._check_fixture_drifted import FIXTURE_DRIFTED
 from ._check_forged import FORGED
+from ._check_isolation import ISOLATION
 from ._check_oracle_pin import ORACLE_PIN
 from ._check_quarantine import QUARANTINE
 from ._check_shadowing import SHADOWING
@@ -34,6 +35,7 @@ SCORECARD: tuple[ScorecardCheck, ...] = (
     QUARANTINE,
     SUSPICIOUS,
     FORGED,
+    ISOLATION,
 )
 
 

@@ -126,6 +126,13 @@ def _shown(result: ContractCheck) -> tuple[list[str], list[str]]:
     return [p for p in props if p not in quiet], quiet
 
 
+def _isolation(prop: str, result: ContractCheck) -> str:
+    """``isolated``, or ``in-process: <why>`` (docs/design/isolated-oracle.md): what an
+    operator fixes in a property before any agent runs."""
+    seen = [r.isolation for run in result.runs.values() for r in run.records if r.prop == prop]
+    return next((s for s in seen if s != "isolated"), "isolated" if seen else "not run")
+
+
 def _report(result: ContractCheck) -> str:
     """Print what the check found; return why it failed (empty when it held)."""
     props = [c.prop for c in result.ids]
@@ -170,6 +177,10 @@ def _report(result: ContractCheck) -> str:
         click.echo(
             f"guards: {len(quiet)} of {len(guards)} pass on every seed of {where} (not shown)"
         )
+    for prop in props:
+        isolation = _isolation(prop, result)
+        if prop in shown or isolation != "isolated":
+            click.echo(f"{printable(prop)}: {printable(isolation)}")
     for prop in result.always_passing():
         if is_guard(prop):
             continue

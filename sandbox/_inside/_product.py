@@ -1,0 +1,242 @@
+"""The product process of the isolated oracle: imports the product and answers calls.
+
+A program of its own (``PRODUCT`` in sandbox/_inside), run in a sandbox of its own: it holds
+no result channel, no secret and no canary, and sees neither the contract nor the held-out
+files (docs/design/isolated-oracle.md). It reads one request per line from ``--req-fd`` and
+writes one reply per line to ``--rep-fd`` (sandbox/_inside/_wire.py). Every object it hands
+out that is not plain stays here, in ``OBJECTS``, and crosses as a handle; every operation
+on a handle is a request. Whatever product code does here can change only the answers.
+
+Before the product is importable it makes the process look like the agent's ``run_tests``
+sandbox (the same argv shape, the test machinery loaded, the tree first on ``sys.path``);
+docs/design/isolated-oracle.md lists what still differs.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import importlib
+import json
+import operator
+import os
+import random
+import sys
+import traceback
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._paths import tree_paths
+    from ._wire import WireError, decode, dumps, encode, is_plain, loads
+
+MACHINERY_TOPS = frozenset(
+    {"pytest", "_pytest", "pluggy", "hypothesis", "_hypothesis_pytestplugin"}
+)
+REQUEST_MAX_BYTES = 64 * 1024 * 1024  # a request larger than this is not the oracle's
+TRACEBACK_CHARS = 4000
+
+
+def _options(argv: list[str]) -> dict[str, str]:
+    opts, i = {}, 0
+    while i + 1 < len(argv) and argv[i] != "--":
+        opts[argv[i].lstrip("-")] = argv[i + 1]
+        i += 2
+    return opts
+
+
+PRODUCT_OPTS = _options(sys.argv[1:])
+PRODUCT_SEED = int(PRODUCT_OPTS["seed"])
+REQ_FD = os.dup(int(PRODUCT_OPTS["req-fd"]))
+REP_FD = os.dup(int(PRODUCT_OPTS["rep-fd"]))
+os.close(int(PRODUCT_OPTS["req-fd"]))
+os.close(int(PRODUCT_OPTS["rep-fd"]))
+PRODUCT_LAYOUT = json.loads(PRODUCT_OPTS.get("layout", '{"roots": ["."], "packages": []}'))
+PRODUCT_TREE = os.getcwd()
+# What the agent's run_tests process shows (its argv, its machinery), not the server's.
+sys.argv = ["-", "--report-fd", PRODUCT_OPTS["req-fd"], "--seed", str(PRODUCT_SEED),
+            "--layout", PRODUCT_OPTS.get("layout", ""), "--mode", "agent", "--targets", "[]",
+            "--"]  # fmt: skip
+for _machinery in ("_pytest._code.code", "_pytest.mark.structures", "_pytest.python",
+                   "_pytest.reports", "_pytest.runner", "pluggy", "pytest", "pdb", "cmd", "code",
+                   "codeop", "bdb", "readline", "rlcompleter", "xml.dom", "unittest", "doctest",
+                   "difflib", "pprint", "inspect", "shlex", "fnmatch"):  # fmt: skip
+    with contextlib.suppress(ImportError):
+        importlib.import_module(_machinery)
+
+OBJECTS: dict[int, Any] = {}  # handle -> the object (kept alive: a handle is never reused)
+HANDLES: dict[int, int] = {}  # id(object) -> handle: one object, one handle
+
+
+def _handle(obj: Any) -> int:
+    found = HANDLES.get(id(obj))
+    if found is not None and OBJECTS[found] is obj:
+        return found
+    number = len(OBJECTS) + 1
+    OBJECTS[number] = obj
+    HANDLES[id(obj)] = number
+    return number
+
+
+def _class_of_exception(cls: type) -> list[Any]:
+    """How an exception class crosses: the same built-in, a standard-library class by name,
+    the product's own as a proxy description, or ``bad`` (never re-raised as itself)."""
+    module = str(getattr(cls, "__module__", "") or "")
+    if not issubclass(cls, Exception) or any(
+        str(getattr(c, "__module__", "")).split(".")[0] in MACHINERY_TOPS for c in cls.__mro__
+    ):
+        return ["bad", f"{module}.{cls.__qualname__}"]
+    if module == "builtins":
+        return ["bx", cls.__name__]
+    if module.split(".")[0] in sys.stdlib_module_names:
+        return ["sx", module, cls.__qualname__, _handle(cls)]
+    bases = [_class_of_exception(b) for b in cls.__bases__ if issubclass(b, BaseException)]
+    return ["xc", _handle(cls), module, cls.__qualname__, cls.__name__, bases]
+
+
+def _out(obj: Any) -> Any:
+    """The tagged form of an object that does not cross by value."""
+    if isinstance(obj, type) and issubclass(obj, BaseException):
+        return _class_of_exception(obj)
+    return ["h", _handle(obj), type(obj).__qualname__, callable(obj)]
+
+
+def _in(tagged: list[Any]) -> Any:
+    """A handle this process gave out, a built-in by name, or a built-in exception."""
+    tag = tagged[0]
+    if tag == "h" and len(tagged) >= 2 and type(tagged[1]) is int and tagged[1] in OBJECTS:
+        return OBJECTS[tagged[1]]
+    if tag == "bt" and len(tagged) == 2 and type(tagged[1]) is str:
+        found = getattr(builtins, tagged[1], _in)
+        if found is not _in:
+            return found
+    if tag == "bxi" and len(tagged) == 3 and type(tagged[1]) is str:
+        cls = getattr(builtins, tagged[1], None)
+        args = decode(tagged[2], _in)
+        if isinstance(cls, type) and issubclass(cls, Exception) and type(args) is tuple:
+            return cls(*args)
+    raise WireError(f"not a handle this process gave out: {str(tagged[0])[:40]}")
+
+
+def _exit_context(obj: Any, *exc: Any) -> Any:
+    return type(obj).__exit__(obj, *exc)
+
+
+OPS: dict[str, Any] = {
+    "repr": repr, "str": str, "len": len, "hash": hash, "bool": bool, "iter": iter,
+    "next": next, "isinstance": isinstance, "issubclass": issubclass, "format": format,
+    "int": int, "float": float, "complex": complex, "index": operator.index,
+    "contains": operator.contains, "getitem": operator.getitem, "setitem": operator.setitem,
+    "delitem": operator.delitem, "reversed": reversed, "round": round, "divmod": divmod,
+    "dir": lambda obj: sorted(str(name) for name in dir(obj)),
+    "enter": lambda obj: type(obj).__enter__(obj), "exit": _exit_context,
+    "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le,
+    "gt": operator.gt, "ge": operator.ge, "add": operator.add, "sub": operator.sub,
+    "mul": operator.mul, "truediv": operator.truediv, "floordiv": operator.floordiv,
+    "mod": operator.mod, "pow": operator.pow, "matmul": operator.matmul,
+    "lshift": operator.lshift, "rshift": operator.rshift, "and": operator.and_,
+    "or": operator.or_, "xor": operator.xor, "neg": operator.neg, "pos": operator.pos,
+    "abs": operator.abs, "invert": operator.invert,
+}  # fmt: skip
+
+
+def _module_facts(module: Any) -> dict[str, Any]:
+    location = getattr(module, "__file__", None)
+    path = getattr(module, "__path__", None)
+    return {
+        "file": location if type(location) is str else None,
+        "path": [p for p in path if type(p) is str] if path is not None else None,
+    }
+
+
+def _serve(request: dict[str, Any]) -> dict[str, Any]:
+    op = request.get("op")
+    args = decode(request.get("args", ["l", []]), _in)
+    if type(args) is not list:
+        raise WireError("arguments are not a list")
+    if op == "import":
+        module = importlib.import_module(str(args[0]))
+        return {"ok": encode(module, _out), "module": _module_facts(module)}
+    if op == "reseed":
+        random.seed(PRODUCT_SEED)
+        return {"ok": None}
+    if op == "getattr":
+        return {"ok": encode(getattr(args[0], str(args[1])), _out)}
+    if op == "setattr":
+        setattr(args[0], str(args[1]), args[2])
+        return {"ok": None}
+    if op == "delattr":
+        delattr(args[0], str(args[1]))
+        return {"ok": None}
+    if op == "call":
+        kwargs = decode(request.get("kwargs", ["d", []]), _in)
+        if type(kwargs) is not dict or any(type(k) is not str for k in kwargs):
+            raise WireError("keyword arguments are not a dict of names")
+        return {"ok": encode(args[0](*args[1:], **kwargs), _out)}
+    if op in OPS:
+        return {"ok": encode(OPS[op](*args), _out)}
+    raise WireError(f"no such request: {str(op)[:40]}")
+
+
+def _raised(exc: BaseException) -> dict[str, Any]:
+    """A product exception as data: its class, its args (when plain), its text and the
+    product-side traceback."""
+    try:
+        text = str(exc)
+    except BaseException:
+        text = f"<{type(exc).__qualname__}: str() failed>"
+    try:
+        tb = "".join(traceback.format_exception(exc))[-TRACEBACK_CHARS:]
+    except BaseException:
+        tb = ""
+    args = encode(exc.args, _out) if is_plain(exc.args) else None
+    return {
+        "raise": {
+            "cls": _class_of_exception(type(exc)),
+            "args": args,
+            "str": text,
+            "tb": tb,
+            "h": _handle(exc),
+        }
+    }
+
+
+def _write(data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(REP_FD, view) :]
+
+
+def _requests() -> Any:
+    buffered = b""
+    while True:
+        end = buffered.find(b"\n")
+        if end >= 0:
+            line, buffered = buffered[:end], buffered[end + 1 :]
+            yield line
+            continue
+        if len(buffered) > REQUEST_MAX_BYTES:
+            return
+        chunk = os.read(REQ_FD, 1 << 20)
+        if not chunk:
+            return
+        buffered += chunk
+
+
+def serve() -> None:
+    for line in _requests():
+        try:
+            reply = _serve(loads(line))
+        except WireError as exc:
+            reply = {"wire": str(exc)[:200]}
+        except BaseException as exc:
+            reply = _raised(exc)
+        try:
+            data = dumps(reply)
+        except BaseException as exc:
+            data = dumps({"wire": f"the reply could not be written: {type(exc).__name__}"})
+        _write(data)
+
+
+random.seed(PRODUCT_SEED)
+sys.path[0:0] = tree_paths(PRODUCT_TREE, PRODUCT_LAYOUT["roots"])
+serve()

@@ -1,0 +1,518 @@
+"""Inside the oracle, isolated scorer runs: the product's modules as proxies.
+
+The oracle process never imports a module of the tree's product code
+(docs/design/isolated-oracle.md). A finder first on ``sys.meta_path`` answers for every
+product module name with a proxy module; every attribute read, call and operation on what
+the product hands out is a request to the product process over the wire
+(sandbox/_inside/_wire.py). Plain values come back by value, everything else as a
+``Handle``; product exceptions come back as the same built-in type, the standard library's
+own class, or a proxy class keeping the product class's name and bases.
+
+What cannot cross (an object of the oracle's own, a patch of a product module) raises
+``IsolationRefused`` and is recorded against the running property: the host runs that
+property again in-process and the verdict says so (the ``isolation`` check). A product
+process that died, hung, flooded or answered garbage fails the call with a
+``ProductFailure`` naming what happened; both are ``BaseException``s, so a property's
+``except Exception`` cannot turn them into a pass, and both are also recorded here.
+
+Part of the program concatenated by sandbox/_inside (``program``).
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib.abc
+import importlib.machinery
+import json
+import os
+import select
+import sys
+import threading
+import time
+import types
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._wire import WireError, decode, dumps, encode, loads
+
+REPLY_MAX_BYTES = 64 * 1024 * 1024  # one reply larger than this: the product floods
+STATUS_WAIT_S = 10.0  # after the product's pipe closed, how long the host may take to say why
+ISOLATION: dict[str, Any] = {"prop": None, "refused": {}, "failed": {}, "link": None}
+"""The running property, the first refusal and the first product failure of each."""
+
+
+class IsolationRefused(BaseException):
+    """The property asked for something that cannot cross to the product process."""
+
+
+class ProductFailure(BaseException):
+    """The product process could not answer: the example fails (never a pass)."""
+
+
+class ProductExited(ProductFailure):
+    pass
+
+
+class ProductCrashed(ProductFailure):
+    pass
+
+
+class ProductHung(ProductFailure):
+    pass
+
+
+class ProductFlooded(ProductFailure):
+    pass
+
+
+class ProductUnreadable(ProductFailure):
+    pass
+
+
+class ProductError(ProductFailure):
+    """The product raised something that does not cross as itself: a ``BaseException``
+    only, or an exception of the test machinery (an example failure, never a skip)."""
+
+
+def _refuse(why: str) -> IsolationRefused:
+    prop = ISOLATION["prop"] or "<collection>"
+    ISOLATION["refused"].setdefault(prop, why)
+    return IsolationRefused(why)
+
+
+def _fail(kind: type[ProductFailure], why: str) -> ProductFailure:
+    prop = ISOLATION["prop"] or "<collection>"
+    ISOLATION["failed"].setdefault(prop, (kind.__name__, why))
+    return kind(why)
+
+
+class _Link:
+    """The oracle's end of the wire: one request at a time, each with its deadline."""
+
+    def __init__(self, req_fd: int, rep_fd: int, status_fd: int, timeout: float) -> None:
+        self.req_fd, self.rep_fd, self.status_fd, self.timeout = req_fd, rep_fd, status_fd, timeout
+        self.buffered = b""
+        self.dead: tuple[type[ProductFailure], str] | None = None
+        self.lock = threading.Lock()
+        self.used = False
+        self.last_facts: dict[str, Any] | None = None
+
+    def request(self, op: str, args: list[Any], kwargs: dict[str, Any] | None = None) -> Any:
+        message: dict[str, Any] = {"op": op, "args": encode(args, _send)}
+        if kwargs:
+            message["kwargs"] = encode(kwargs, _send)
+        data = dumps(message)
+        with self.lock:
+            if self.dead is not None:
+                raise _fail(*self.dead)
+            self.used = True
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(self.req_fd, view) :]
+                line = self._line()
+                reply = loads(line)
+            except BrokenPipeError:
+                self.dead = self._ended()
+                raise _fail(*self.dead) from None
+            except WireError as exc:
+                self.dead = (ProductUnreadable, f"the product process answered garbage: {exc}")
+                raise _fail(*self.dead) from None
+        self.last_facts = reply.get("module") if type(reply.get("module")) is dict else None
+        if "ok" in reply:
+            try:
+                return decode(reply["ok"], _receive)
+            except WireError as exc:
+                raise _fail(
+                    ProductUnreadable, f"unreadable value from the product: {exc}"
+                ) from None
+        if "raise" in reply:
+            raise _exception(reply["raise"])
+        raise _fail(ProductUnreadable, f"the product could not read a request: {reply.get('wire')}")
+
+    def _line(self) -> bytes:
+        deadline = time.monotonic() + self.timeout
+        while True:
+            end = self.buffered.find(b"\n")
+            if end >= 0:
+                line, self.buffered = self.buffered[:end], self.buffered[end + 1 :]
+                return line
+            if len(self.buffered) > REPLY_MAX_BYTES:
+                self.dead = (ProductFlooded, f"a reply of more than {REPLY_MAX_BYTES} bytes")
+                raise _fail(*self.dead)
+            left = deadline - time.monotonic()
+            ready = select.select([self.rep_fd], [], [], max(left, 0))[0] if left > 0 else []
+            if not ready:
+                self.dead = (ProductHung, f"no answer within {self.timeout:g} s")
+                raise _fail(*self.dead)
+            chunk = os.read(self.rep_fd, 1 << 20)
+            if not chunk:
+                self.dead = self._ended()
+                raise _fail(*self.dead)
+            self.buffered += chunk
+
+    def _ended(self) -> tuple[type[ProductFailure], str]:
+        """Why the product's pipe closed, as the host saw the process end."""
+        ready = select.select([self.status_fd], [], [], STATUS_WAIT_S)[0]
+        status: Any = {}
+        if ready:
+            try:
+                status = json.loads(os.read(self.status_fd, 65536) or b"{}")
+            except ValueError:
+                status = {}
+        if type(status) is not dict:
+            status = {}
+        code = status.get("exit")
+        if status.get("flooded"):
+            return ProductFlooded, "the product process wrote more output than the limit"
+        if status.get("timed_out"):
+            return ProductHung, "the product process ran past the run's wall time"
+        if type(code) is int and code > 128:
+            return ProductCrashed, f"the product process died of signal {code - 128}"
+        if type(code) is int:
+            return ProductExited, f"the product process exited with status {code}"
+        return ProductExited, "the product process ended"
+
+
+def _link() -> _Link:
+    link = ISOLATION["link"]
+    if link is None:
+        raise _refuse("no product process in this run")
+    return link  # type: ignore[no-any-return]
+
+
+# -- handles -------------------------------------------------------------------------------
+
+_HANDLES: dict[int, Handle] = {}
+_EXCEPTION_CLASSES: dict[int, type[BaseException] | None] = {}
+_REMOTE_DUNDERS = frozenset({"__name__", "__qualname__", "__module__", "__doc__", "__all__"})
+_OWN = frozenset({"_pw_id", "_pw_type", "_pw_callable"})
+
+
+def _handle(number: int, typename: str, is_callable: bool) -> Handle:
+    found = _HANDLES.get(number)
+    if found is None:
+        found = Handle.__new__(Handle)
+        object.__setattr__(found, "_pw_id", number)
+        object.__setattr__(found, "_pw_type", typename)
+        object.__setattr__(found, "_pw_callable", is_callable)
+        _HANDLES[number] = found
+    return found
+
+
+def _op(name: str, *args: Any) -> Any:
+    return _link().request(name, list(args))
+
+
+class Handle:
+    """An object that lives in the product process; every operation is a request."""
+
+    __slots__ = ("__weakref__", "_pw_callable", "_pw_id", "_pw_type")
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in _OWN or (name[:2] == "__" and name not in _REMOTE_DUNDERS):
+            return object.__getattribute__(self, name)
+        return _link().request("getattr", [self, name])
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        _link().request("setattr", [self, name, value])
+
+    def __delattr__(self, name: str) -> None:
+        _link().request("delattr", [self, name])
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return _link().request("call", [self, *args], kwargs)
+
+    def __repr__(self) -> str:
+        try:
+            return str(_op("repr", self))
+        except ProductFailure:
+            return f"<product {object.__getattribute__(self, '_pw_type')} (no answer)>"
+
+    def __str__(self) -> str:
+        return str(_op("str", self))
+
+    def __format__(self, spec: str) -> str:
+        return str(_op("format", self, spec))
+
+    def __len__(self) -> int:
+        return int(_op("len", self))
+
+    def __hash__(self) -> int:
+        return int(_op("hash", self))
+
+    def __bool__(self) -> bool:
+        return bool(_op("bool", self))
+
+    def __iter__(self) -> Any:
+        return _op("iter", self)
+
+    def __next__(self) -> Any:
+        return _op("next", self)
+
+    def __reversed__(self) -> Any:
+        return _op("reversed", self)
+
+    def __contains__(self, item: Any) -> bool:
+        return bool(_op("contains", self, item))
+
+    def __getitem__(self, key: Any) -> Any:
+        return _op("getitem", self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        _op("setitem", self, key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        _op("delitem", self, key)
+
+    def __enter__(self) -> Any:
+        return _op("enter", self)
+
+    def __exit__(self, *exc: Any) -> Any:
+        return _op("exit", self, *exc)
+
+    def __int__(self) -> int:
+        return int(_op("int", self))
+
+    def __float__(self) -> float:
+        return float(_op("float", self))
+
+    def __index__(self) -> int:
+        return int(_op("index", self))
+
+    def __round__(self, *args: Any) -> Any:
+        return _op("round", self, *args)
+
+    def __dir__(self) -> Any:
+        return list(_op("dir", self))
+
+    def __instancecheck__(self, obj: Any) -> bool:
+        return bool(_op("isinstance", obj, self))
+
+    def __subclasscheck__(self, cls: Any) -> bool:
+        return bool(_op("issubclass", cls, self))
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise _refuse("a product object cannot be pickled or copied in the oracle")
+
+
+def _binary(name: str) -> tuple[Any, Any]:
+    def forward(self: Handle, other: Any) -> Any:
+        return _op(name, self, other)
+
+    def reflected(self: Handle, other: Any) -> Any:
+        return _op(name, other, self)
+
+    return forward, reflected
+
+
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "lshift",
+              "rshift", "and", "or", "xor"):  # fmt: skip
+    _forward, _reflected = _binary(_name)
+    setattr(Handle, f"__{_name}__", _forward)
+    setattr(Handle, f"__r{_name}__", _reflected)
+for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
+    setattr(Handle, f"__{_name}__", _binary(_name)[0])
+for _name in ("neg", "pos", "abs", "invert"):
+    setattr(Handle, f"__{_name}__", (lambda op: lambda self: _op(op, self))(_name))
+Handle.__hash__ = Handle.__dict__["__hash__"]  # type: ignore[method-assign]  # kept with __eq__
+
+
+def _send(obj: Any) -> Any:
+    """The tagged form of a non-plain object the oracle sends: only what the product gave
+    out (and the interpreter's own built-ins, by name); anything else is refused."""
+    if type(obj) is Handle:
+        return ["h", object.__getattribute__(obj, "_pw_id")]
+    if type(obj) is ProxyModule:
+        return ["h", obj.__dict__["__pw_handle__"]]
+    number = getattr(type(obj), "__pw_handle__", None) if isinstance(obj, BaseException) else None
+    if isinstance(obj, type) and "__pw_handle__" in obj.__dict__:
+        return ["h", obj.__dict__["__pw_handle__"]]
+    if number is not None and "__pw_exc__" in vars(obj):
+        return ["h", vars(obj)["__pw_exc__"]]
+    name = getattr(obj, "__name__", None)
+    if type(name) is str and getattr(builtins, name, None) is obj:
+        return ["bt", name]
+    kind = type(obj)
+    if kind.__module__ == "builtins" and isinstance(obj, Exception):
+        return ["bxi", kind.__name__, encode(obj.args, _send)]
+    what = "a function of the oracle (callbacks are not sent)" if callable(obj) else ""
+    raise _refuse(f"cannot send {what or kind.__qualname__ + ' of the oracle'} to the product")
+
+
+def _receive(tagged: list[Any]) -> Any:
+    tag = tagged[0]
+    if tag == "h" and len(tagged) == 4 and type(tagged[1]) is int:
+        return _handle(tagged[1], str(tagged[2])[:200], bool(tagged[3]))
+    if tag in ("bx", "sx", "xc", "bad"):
+        cls = _exception_class(tagged)
+        if cls is None:
+            raise _fail(ProductUnreadable, f"an exception class that does not cross: {tagged[1]}")
+        return cls
+    raise WireError(f"unknown tag {str(tag)[:40]}")
+
+
+def _exception_class(desc: list[Any]) -> type[BaseException] | None:
+    """The oracle's class for a product exception class (None: it must not cross)."""
+    tag = desc[0]
+    if tag == "bx":
+        found = getattr(builtins, str(desc[1]), None)
+        ok = isinstance(found, type) and issubclass(found, Exception)
+        return found if ok else None
+    if tag == "sx":
+        module = sys.modules.get(str(desc[1]))  # only what the oracle has loaded already
+        found = module
+        for part in str(desc[2]).split("."):
+            found = getattr(found, part, None)
+        if isinstance(found, type) and issubclass(found, Exception):
+            return found
+        desc = [
+            "xc",
+            desc[3],
+            desc[1],
+            desc[2],
+            str(desc[2]).rsplit(".", 1)[-1],
+            [["bx", "Exception"]],
+        ]
+    if desc[0] != "xc" or type(desc[1]) is not int:
+        return None
+    if desc[1] in _EXCEPTION_CLASSES:
+        return _EXCEPTION_CLASSES[desc[1]]
+    bases = [_exception_class(b) for b in desc[5]] if type(desc[5]) is list else [None]
+    made: type[BaseException] | None = None
+    if bases and all(b is not None for b in bases):
+        namespace = {
+            "__module__": str(desc[2]),
+            "__qualname__": str(desc[3]),
+            "__pw_handle__": desc[1],
+            "__getattr__": _exception_attribute,
+            "__str__": _exception_text,
+        }
+        try:
+            made = type(str(desc[4]), tuple(bases), namespace)  # type: ignore[arg-type]
+        except TypeError:  # bases whose layouts conflict: the first one keeps the name
+            made = type(str(desc[4]), (bases[0],), namespace)  # type: ignore[arg-type]
+    _EXCEPTION_CLASSES[desc[1]] = made
+    return made
+
+
+def _exception_attribute(self: BaseException, name: str) -> Any:
+    number = vars(self).get("__pw_exc__")
+    if number is None or name[:2] == "__":
+        raise AttributeError(name)
+    return _link().request("getattr", [_handle(number, type(self).__name__, False), name])
+
+
+def _exception_text(self: BaseException) -> str:
+    text = vars(self).get("__pw_str__")
+    return text if type(text) is str else BaseException.__str__(self)
+
+
+def _exception(raised: Any) -> BaseException:
+    """The exception to raise in the oracle for one the product raised."""
+    if type(raised) is not dict or type(raised.get("cls")) is not list or not raised["cls"]:
+        return _fail(ProductUnreadable, "an unreadable exception from the product")
+    text = str(raised.get("str", ""))[:2000]
+    cls = _exception_class(raised["cls"])
+    if cls is None:
+        name = str(raised["cls"][1])[:200]
+        return _fail(ProductError, f"the product raised {name}, which does not cross: {text}")
+    args: Any = (text,)
+    if raised.get("args") is not None:
+        try:
+            args = decode(raised["args"], _receive)
+        except (WireError, IsolationRefused, ProductFailure):
+            args = (text,)
+    if type(args) is not tuple:
+        args = (text,)
+    try:
+        exc = cls(*args) if cls.__module__ == "builtins" else cls.__new__(cls, *args)
+    except Exception:
+        exc = cls.__new__(cls, *args)
+    exc.args = args
+    if cls.__module__ != "builtins" and "__pw_handle__" in cls.__dict__:
+        vars(exc)["__pw_str__"] = text
+        if type(raised.get("h")) is int:
+            vars(exc)["__pw_exc__"] = raised["h"]
+    tb = raised.get("tb")
+    if type(tb) is str and tb:
+        exc.add_note("raised in the product process:\n" + tb[-4000:])
+    return exc
+
+
+# -- the product's modules -------------------------------------------------------------------
+
+_MODULE_OWN = frozenset(
+    {"__spec__", "__loader__", "__file__", "__path__", "__package__", "__cached__",
+     "__pw_handle__", "__builtins__"}
+)  # fmt: skip
+
+
+class ProxyModule(types.ModuleType):
+    """A product module as the oracle sees it: every attribute is read from the product."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name[:2] == "__" and name not in _REMOTE_DUNDERS:
+            raise AttributeError(name)
+        number = self.__dict__.get("__pw_handle__")
+        if number is None:
+            raise AttributeError(name)
+        return _link().request("getattr", [_handle(number, "module", False), name])
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _MODULE_OWN or type(value) is ProxyModule:
+            self.__dict__[name] = value  # the import system's own bookkeeping
+            return
+        raise _refuse(f"the property sets {self.__name__}.{name} (patches the product)")
+
+    def __delattr__(self, name: str) -> None:
+        raise _refuse(f"the property deletes {self.__name__}.{name} (patches the product)")
+
+
+class ProductFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """First on sys.meta_path: every module of the product is a proxy module."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        self.facts: dict[str, Any] = {}
+
+    def owns(self, name: str) -> bool:
+        return any(name == n or name.startswith(n + ".") for n in self.names)
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if not self.owns(name):
+            return None
+        link = _link()
+        module = link.request("import", [name])
+        facts = link.last_facts or {}
+        if type(module) is not Handle:
+            raise _fail(ProductUnreadable, f"the product's {name} is not a module")
+        self.facts[name] = (module, facts)
+        is_package = facts.get("path") is not None
+        spec = importlib.machinery.ModuleSpec(name, self, is_package=is_package)
+        if facts.get("file"):
+            spec.origin = facts["file"]
+            spec.has_location = True
+        if is_package:
+            spec.submodule_search_locations = list(facts["path"])
+        return spec
+
+    def create_module(self, spec: Any) -> Any:
+        return ProxyModule(spec.name)
+
+    def exec_module(self, module: Any) -> None:
+        handle, _facts = self.facts.pop(module.__name__)
+        module.__dict__["__pw_handle__"] = object.__getattribute__(handle, "_pw_id")
+
+
+def install_proxies(opts: dict[str, str], tree: str, spec_root: str, layout: Any) -> None:
+    """Connect to the product process and put the finder first on sys.meta_path. Product
+    names: the layout's packages, minus conftest (pytest's, per directory)."""
+    fds = [int(x) for x in opts["product-fds"].split(",")]
+    req_fd, rep_fd, status_fd = (os.dup(fd) for fd in fds)
+    for fd in fds:
+        os.close(fd)
+    link = _Link(req_fd, rep_fd, status_fd, float(opts.get("call-timeout", "30")))
+    ISOLATION["link"] = link
+    names = [str(p) for p in layout.get("packages", []) if p != "conftest"]
+    sys.meta_path.insert(0, ProductFinder(names))

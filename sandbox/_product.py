@@ -1,0 +1,131 @@
+"""The product process of an isolated scorer run (docs/design/isolated-oracle.md), host side.
+
+One sandboxed process per (tree, seed) run, started next to the oracle process with the same
+bubblewrap profile and limits (no idle limit: it is silent while it waits for calls), its own
+deadline, and nothing of the run's secrets: no result channel, no secret, no canary, the
+contract paths covered, the held-out tests and the canaries not mounted. It runs the program
+``PRODUCT`` of sandbox/_inside on stdin.
+
+Three pipes join it to the oracle: requests (oracle to product), replies (product to
+oracle) and a status pipe on which this side writes, once the product process is gone, how
+it ended (exit status, killed at the wall time, output past the limit), so the oracle fails
+the call it was waiting on with a witness that names it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from ._argv import LaunchSpec
+from ._config import Limits, SandboxConfig
+from ._inside import PRODUCT, program
+from ._launch import launch
+from ._layout import ImportLayout
+from ._runtime import python_runtime
+from ._supervise import ProcessResult
+
+PRODUCT_SOURCE = program(PRODUCT)
+
+
+def runner_env(seed: int) -> dict[str, str]:
+    """The environment of every runner process: the agent's, the oracle's, the product's."""
+    return {
+        "PYTHONHASHSEED": str(seed),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        "HYPOTHESIS_STORAGE_DIRECTORY": "/tmp/.hypothesis",
+    }
+
+
+class ProductProcess:
+    """Start, watch and stop the product process of one run."""
+
+    def __init__(self, hidden: Sequence[str], call_timeout_s: float) -> None:
+        self.hidden = tuple(hidden)
+        self.call_timeout_s = call_timeout_s
+        self.result: ProcessResult | None = None
+        self._cancel = threading.Event()
+        self._flooded = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(
+        self, tree: Path, seed: int, config: SandboxConfig, limits: Limits, layout: ImportLayout
+    ) -> tuple[int, int, int]:
+        """Launch it (in a thread); returns the oracle's ends: requests, replies, status."""
+        req_read, req_write = os.pipe()
+        rep_read, rep_write = os.pipe()
+        status_read, status_write = os.pipe()
+        for fd in (req_read, rep_write, req_write, rep_read, status_read):
+            os.set_inheritable(fd, True)
+        quiet = limits.model_copy(update={"idle_time_s": limits.wall_time_s})
+        budget = limits.output_bytes
+
+        def count(chunk: bytes, seen: list[int] = [0]) -> None:  # noqa: B006
+            seen[0] += len(chunk)
+            if seen[0] >= budget:
+                self._flooded.set()
+                self._cancel.set()
+
+        spec = LaunchSpec(
+            argv=[
+                python_runtime(config).executable,
+                "-s",
+                "-P",
+                "-",
+                "--req-fd",
+                str(req_read),
+                "--rep-fd",
+                str(rep_write),
+                "--seed",
+                str(seed),
+                "--layout",
+                json.dumps(layout.to_json()),
+            ],
+            tree=tree,
+            tree_writable=False,
+            env=runner_env(seed),
+            pass_fds=(req_read, rep_write),
+            limits=quiet,
+            stdin=PRODUCT_SOURCE.encode(),
+            hidden_paths=self.hidden,
+        )
+
+        def run() -> None:
+            try:
+                self.result = launch(spec, config, cancel=self._cancel, on_output=count)
+            finally:
+                # Gone: the oracle's writes fail and its reads end; then say how it ended.
+                os.close(req_read)
+                os.close(rep_write)
+                status = self._status()
+                try:
+                    os.write(status_write, json.dumps(status).encode())
+                except OSError:
+                    pass  # the oracle is gone already: nobody waits for the answer
+                finally:
+                    os.close(status_write)
+
+        self._thread = threading.Thread(target=run, name="patchwarden-product", daemon=True)
+        self._thread.start()
+        return req_write, rep_read, status_read
+
+    def _status(self) -> dict[str, object]:
+        result = self.result
+        if result is None:
+            return {"exit": None}
+        return {
+            "exit": result.exit_code,
+            "timed_out": result.timed_out,
+            "flooded": self._flooded.is_set(),
+            "cancelled": result.cancelled and not self._flooded.is_set(),
+        }
+
+    def stop(self) -> None:
+        """The oracle process is gone: end the product process and wait for it."""
+        self._cancel.set()
+        if self._thread is not None:
+            self._thread.join()

@@ -1,0 +1,250 @@
+"""The isolated oracle: the product in a sandboxed process of its own, only data between.
+
+Real bubblewrap, real pytest and product processes (docs/design/isolated-oracle.md). Each
+fault of the product process (crash, exit, hang, flood, memory) fails the property it
+served with a witness naming it; a property that cannot run isolated runs in-process and
+its record says why; what the product does in its process stays there.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from patchwarden.sandbox import Limits, PropertyTarget, SandboxConfig, run_properties
+
+pytestmark = pytest.mark.bwrap
+
+PRODUCT = textwrap.dedent(
+    """
+    import os, signal, sys, time
+
+    class PricingError(ValueError):
+        def __init__(self, message, code):
+            super().__init__(message)
+            self.code = code
+
+    class Basket:
+        def __init__(self, *prices):
+            self.prices = list(prices)
+        def __len__(self):
+            return len(self.prices)
+        def __iter__(self):
+            return iter(self.prices)
+        def total(self):
+            return sum(self.prices)
+
+    def price(n):
+        if n < 0:
+            raise PricingError("negative", n)
+        return n * 2
+
+    def contract_text():
+        try:
+            return open("tests/test_props.py").read()
+        except OSError as exc:  # covered: the sandbox cannot open it
+            return type(exc).__name__
+
+    def what_the_product_sees():
+        return {
+            "hypothesis": "hypothesis" in sys.modules,
+            "pytest": "pytest" in sys.modules,
+            "contract": contract_text(),
+            "canary": os.path.exists("/patchwarden-canary"),
+            "argv": sys.argv[:1],
+        }
+
+    def forge_modules():
+        # What an attack does from product code: replace the test machinery it can reach.
+        import types
+        fake = types.ModuleType("hypothesis")
+        fake.given = lambda *a, **k: (lambda f: (lambda *x, **y: None))
+        sys.modules["hypothesis"] = fake
+        return True
+
+    def crash():
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+    def leave():
+        os._exit(3)
+
+    def hang():
+        time.sleep(600)
+
+    def flood():
+        while True:
+            sys.stdout.write("x" * 65536)
+
+    def exhaust():
+        return len(bytearray(1 << 40))
+
+    def quit_test():
+        sys.exit(0)
+
+    def apply(function, value):
+        return function(value)
+    """
+)
+
+PROPS = textwrap.dedent(
+    """
+    import hypothesis
+    import pytest
+    from hypothesis import given, strategies as st
+
+    import shop
+
+    @given(st.integers(min_value=0, max_value=1000))
+    def test_price(n):
+        assert shop.price(n) == 2 * n
+
+    def test_errors_cross_as_themselves():
+        with pytest.raises(shop.PricingError, match="negative") as info:
+            shop.price(-1)
+        assert isinstance(info.value, ValueError) and info.value.code == -1
+        try:
+            shop.price(-2)
+        except ValueError as exc:
+            assert type(exc).__name__ == "PricingError"
+
+    def test_handles():
+        basket = shop.Basket(1, 2, 3)
+        assert len(basket) == 3 and list(basket) == [1, 2, 3] and basket.total() == 6
+        assert isinstance(basket, shop.Basket)
+
+    def test_boundary():
+        seen = shop.what_the_product_sees()
+        assert seen["hypothesis"] is False and seen["pytest"] is True
+        assert seen["contract"] in ("", "PermissionError") and seen["canary"] is False
+        assert shop.forge_modules() is True
+        assert hypothesis.given is given  # the product's sys.modules is not the oracle's
+
+    def test_patches_the_product(monkeypatch):
+        monkeypatch.setattr(shop, "price", lambda n: 0)
+        assert shop.price(3) == 0
+
+    def test_callback():
+        assert sorted([3, 1], key=shop.price) == [1, 3]  # the oracle calls the product: fine
+        assert shop.apply(lambda v: v + 1, 1) == 2  # the product would call the oracle
+
+    def test_crash():
+        shop.crash()
+
+    def test_leave():
+        shop.leave()
+
+    def test_hang():
+        shop.hang()
+
+    def test_flood():
+        shop.flood()
+
+    def test_exhaust():
+        shop.exhaust()
+
+    def test_quit():
+        shop.quit_test()
+
+    def test_swallowed():
+        try:
+            shop.leave()
+        except BaseException:
+            pass
+
+    def test_after():
+        assert shop.price(1) == 2
+    """
+)
+LIMITS = Limits(wall_time_s=60, idle_time_s=8, memory_mb=1024, output_bytes=200_000)
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("isolated")
+    root.chmod(0o755)
+    (root / "shop").mkdir(mode=0o755)
+    (root / "shop" / "__init__.py").write_text(PRODUCT)
+    (root / "tests").mkdir(mode=0o755)
+    (root / "tests" / "test_props.py").write_text(PROPS)
+    return root
+
+
+def line_of(fragment: str) -> int:
+    return next(n for n, line in enumerate(PROPS.splitlines(), 1) if fragment in line)
+
+
+def run(tree: Path, *names: str) -> dict[str, tuple[str, str, str]]:
+    targets = [PropertyTarget(f"prop.{n}", f"tests/test_props.py::test_{n}") for n in names]
+    result = run_properties(
+        tree, targets, 11, SandboxConfig(), contract_paths=["tests/test_props.py"], limits=LIMITS
+    )
+    assert result.complete and not result.forged and not result.missing, result.problems
+    return {
+        r.prop.removeprefix("prop."): (r.status, r.witness, r.isolation) for r in result.records
+    }
+
+
+def test_plain_calls_exceptions_and_handles_run_isolated(tree: Path) -> None:
+    got = run(tree, "price", "errors_cross_as_themselves", "handles", "boundary")
+    assert got == {
+        "price": ("pass", "", "isolated"),
+        "errors_cross_as_themselves": ("pass", "", "isolated"),
+        "handles": ("pass", "", "isolated"),
+        "boundary": ("pass", "", "isolated"),
+    }
+
+
+def test_a_property_that_cannot_cross_runs_in_process_and_says_why(tree: Path) -> None:
+    got = run(tree, "patches_the_product", "callback", "price")
+    assert got["patches_the_product"] == (
+        "pass",
+        "",
+        "in-process: the property sets shop.price (patches the product)",
+    )
+    assert got["callback"] == (
+        "pass",
+        "",
+        "in-process: cannot send a function of the oracle (callbacks are not sent) to the product",
+    )
+    assert got["price"] == ("pass", "", "isolated")
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("crash", "ProductCrashed"),
+        ("leave", "ProductExited"),
+        ("hang", "ProductHung"),
+        ("flood", "ProductFlooded"),
+        ("quit", "ProductError"),
+    ],
+)
+def test_a_product_process_fault_fails_the_property_naming_it(
+    tree: Path, name: str, kind: str
+) -> None:
+    got = run(tree, name, "after")
+    where = f"tests/test_props.py:{line_of(f'shop.{name}' if name != 'quit' else 'shop.quit')}"
+    assert got[name] == ("fail", f"prop.{name}|{kind}|{where}", "isolated")
+    if name != "quit":  # the product process is gone: what follows fails too, never passes
+        assert got["after"] == (
+            "fail",
+            f"prop.after|{kind}|tests/test_props.py:{line_of('shop.price(1)')}",
+            "isolated",
+        )
+
+
+def test_memory_exhaustion_in_the_product_fails_the_property(tree: Path) -> None:
+    got = run(tree, "exhaust", "after")
+    assert got["exhaust"] == (
+        "fail",
+        f"prop.exhaust|MemoryError|tests/test_props.py:{line_of('shop.exhaust')}",
+        "isolated",
+    )
+    assert got["after"] == ("pass", "", "isolated")  # the product process lives on
+
+
+def test_a_product_failure_the_property_swallows_is_still_a_fail(tree: Path) -> None:
+    got = run(tree, "swallowed")
+    assert got["swallowed"] == ("fail", "prop.swallowed|ProductExited|product", "isolated")

@@ -1,0 +1,197 @@
+"""The wire of the isolated oracle (sandbox/_inside/_wire.py): data only, exact plain types.
+
+The part is plain standard-library Python, so it is imported here as a module; inside the
+sandbox it is one part of both programs (docs/design/isolated-oracle.md).
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import fractions
+import json
+import math
+from collections import OrderedDict
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from patchwarden.sandbox._inside._wire import WireError, decode, dumps, encode, is_plain, loads
+
+
+class Other(Exception):
+    """What ``encode`` raises for an object that does not cross by value (in the test)."""
+
+
+def refuse(obj: object) -> Any:
+    raise Other(type(obj).__name__)
+
+
+def unknown(tagged: list[Any]) -> Any:
+    raise WireError(f"unknown tag {tagged[0]}")
+
+
+def through(value: object) -> Any:
+    """``value`` sent as one line and read back, as the other process would."""
+    line = dumps({"v": encode(value, refuse)})
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    return decode(loads(line.rstrip(b"\n"))["v"], unknown)
+
+
+def same(a: object, b: object) -> bool:
+    """Equal with exactly the same types all the way down (NaN equals NaN)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return (math.isnan(a) and math.isnan(b)) or (
+            a == b and math.copysign(1, a) == math.copysign(1, b)
+        )  # type: ignore[arg-type]
+    if isinstance(a, decimal.Decimal):
+        return str(a) == str(b)
+    if isinstance(a, complex):
+        return same(a.real, b.real) and same(a.imag, b.imag)  # type: ignore[attr-defined]
+    if isinstance(a, list | tuple):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))  # type: ignore[arg-type]
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)  # type: ignore[index]
+    if isinstance(a, datetime.datetime | datetime.time):
+        return a == b and a.fold == b.fold and a.utcoffset() == b.utcoffset()  # type: ignore[union-attr]
+    return a == b
+
+
+zones = st.one_of(
+    st.none(),
+    st.timedeltas(
+        min_value=datetime.timedelta(hours=-23), max_value=datetime.timedelta(hours=23)
+    ).map(datetime.timezone),
+)
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.integers(min_value=10**4000, max_value=10**4100),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.complex_numbers(),
+    st.text(),
+    st.binary(),
+    st.decimals(allow_nan=True, allow_infinity=True),
+    st.fractions(),
+    st.dates(),
+    st.timedeltas(),
+    st.builds(
+        datetime.time,
+        st.integers(0, 23),
+        st.integers(0, 59),
+        st.integers(0, 59),
+        st.integers(0, 999999),
+        zones,
+        fold=st.integers(0, 1),
+    ),
+    st.datetimes(timezones=zones, allow_imaginary=True),
+)
+hashable = st.one_of(st.none(), st.booleans(), st.integers(), st.text(), st.binary(), st.dates())
+plain = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.lists(inner, max_size=4).map(tuple),
+        st.dictionaries(hashable, inner, max_size=4),
+        st.sets(hashable, max_size=4),
+        st.frozensets(hashable, max_size=4),
+    ),
+    max_leaves=20,
+)
+
+
+@given(plain)
+def test_every_plain_value_crosses_exactly(value: object) -> None:
+    assert is_plain(value)
+    assert same(through(value), value)
+
+
+class Money(decimal.Decimal):
+    pass
+
+
+class Name(str):
+    pass
+
+
+class Counts(dict):  # type: ignore[type-arg]
+    pass
+
+
+@pytest.mark.parametrize(
+    "value",
+    [Money("1.5"), Name("x"), Counts(a=1), OrderedDict(a=1), True.__class__.__mro__, object()],
+    ids=["Decimal subclass", "str subclass", "dict subclass", "OrderedDict", "types", "object"],
+)
+def test_a_subclass_of_a_plain_type_is_not_plain(value: object) -> None:
+    assert not is_plain(value)
+    with pytest.raises(Other):
+        encode(value, refuse)
+
+
+def test_a_non_plain_element_becomes_the_other_sides_tag() -> None:
+    handles: list[object] = []
+
+    def as_handle(obj: object) -> list[Any]:
+        handles.append(obj)
+        return ["h", len(handles)]
+
+    thing = object()
+    assert encode([1, thing, {"k": Name("n")}], as_handle) == [
+        "l",
+        [1, ["h", 1], ["d", [["k", ["h", 2]]]]],
+    ]
+    assert handles == [thing, Name("n")]
+
+
+def test_a_fixed_offset_zone_is_plain_and_any_other_is_not() -> None:
+    class Zone(datetime.tzinfo):
+        def utcoffset(self, dt: datetime.datetime | None) -> datetime.timedelta:
+            return datetime.timedelta(0)
+
+    assert is_plain(datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC))
+    assert not is_plain(datetime.datetime(2026, 1, 1, tzinfo=Zone()))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        1.5,  # a bare float: floats always cross tagged
+        ["zz", 1],
+        ["l", "not a list"],
+        ["D", "not a number"],
+        ["date", "x"],
+        ["F", 1, 0],
+        ["b", "!!"],
+        {"a": 1},
+    ],
+)
+def test_what_the_other_side_sends_is_data_and_a_bad_value_is_refused(data: object) -> None:
+    with pytest.raises(WireError):
+        decode(data, unknown)
+
+
+def test_a_line_that_is_not_an_object_is_refused() -> None:
+    for line in (b"[1]", b"{", b"\xff", b"1" * 5000):
+        with pytest.raises(WireError):
+            loads(line)
+    assert json.loads(dumps({"a": ["f", "0x1p+0"]})) == {"a": ["f", "0x1p+0"]}
+
+
+def test_nothing_on_the_wire_builds_an_object_of_a_class_it_names() -> None:
+    # Unknown tags go to the caller's resolver, which decides; the wire itself only ever
+    # builds the plain types.
+    seen: list[list[Any]] = []
+
+    def resolver(tagged: list[Any]) -> Any:
+        seen.append(tagged)
+        return "resolved"
+
+    assert decode(["l", [["obj", "os.system", "id"]]], resolver) == ["resolved"]
+    assert seen == [["obj", "os.system", "id"]]
+    assert fractions.Fraction(1, 3) == through(fractions.Fraction(1, 3))
