@@ -367,6 +367,9 @@ def test_many_guards_are_summarised_and_warned_about_only_when_they_matter(
     assert "test ids: prop.bug, prop.other and 10 guards collected on the base" in out
     rows = [line.split()[0] for line in out.splitlines() if line.startswith(("prop.", "guard."))]
     assert rows == ["prop.bug", "prop.other", "guard.asserts_bug", "guard.broken"]
+    # Each property's isolation (docs/design/isolated-oracle.md); a quiet guard only when it
+    # did not run isolated: these hand-built records say in-process.
+    assert "isolation: prop.bug: in-process" in out
     assert "guards: 8 of 10 pass on every seed of the base and the reference (not shown)" in out
     assert "passes on every seed of the base" not in out
     assert "warning: guard.broken does not pass on every seed of the base" in out

@@ -180,7 +180,7 @@ def _report(result: ContractCheck) -> str:
     for prop in props:
         isolation = _isolation(prop, result)
         if prop in shown or isolation != "isolated":
-            click.echo(f"{printable(prop)}: {printable(isolation)}")
+            click.echo(f"isolation: {printable(prop)}: {printable(isolation)}")
     for prop in result.always_passing():
         if is_guard(prop):
             continue

@@ -1,0 +1,138 @@
+"""The isolated oracle's cost and reach (docs/design/isolated-oracle.md).
+
+On the orders example (base -> patch-fix), in this run, interleaved:
+
+- ``patchwarden score`` with ``sandbox.oracle: isolated`` (the default) and with
+  ``sandbox.oracle: in-process``: median wall times and their ratio (target <= 1.25);
+- the share of the verdict's property records that ran isolated, with each exception's
+  reason (from the bundle's ``runs/*.json``);
+- one call round trip through the wire: a product program in a plain subprocess (no
+  sandbox: the wire alone), ``bulk_price(Decimal, int)`` called N times, in microseconds.
+
+    python bench/isolation.py [--rounds N] [--calls N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from score_overhead import CONTRACT, make_example
+
+from patchwarden.sandbox._inside import PRODUCT, program
+
+
+def score(repo: Path, logs: Path, state: Path, config: Path) -> tuple[float, dict[str, Any]]:
+    start = time.perf_counter()
+    proc = subprocess.run(
+        ["patchwarden", "score", "--repo", str(repo), "--contract", CONTRACT, "--parent", "base",
+         "--patch", "patch-fix", "--log-dir", str(logs), "--config", str(config), "--json"],
+        env={**os.environ, "XDG_STATE_HOME": str(state)},
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    elapsed = time.perf_counter() - start
+    if proc.returncode not in (0, 1):
+        sys.exit(f"score failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
+    return elapsed, json.loads(proc.stdout)
+
+
+def isolation_share(logs: Path) -> tuple[int, int, dict[str, int]]:
+    """(isolated records, all records, reason -> count) over the newest verdict's runs."""
+    bundles = sorted((logs / "verdicts").iterdir())
+    isolated, total, reasons = 0, 0, {}
+    for path in sorted((bundles[-1] / "runs").glob("*.json")):
+        for value in json.loads(path.read_text()).get("isolation", {}).values():
+            total += 1
+            if value == "isolated":
+                isolated += 1
+            else:
+                reasons[value] = reasons.get(value, 0) + 1
+    return isolated, total, reasons
+
+
+def round_trip_us(tree: Path, calls: int) -> float:
+    """Median over 5 batches of ``calls`` calls of ``orders.bulk_price``, per call."""
+    req_r, req_w = os.pipe()
+    rep_r, rep_w = os.pipe()
+    status_r, status_w = os.pipe()
+    layout = json.dumps({"roots": ["."], "packages": ["orders"]})
+    argv = [sys.executable, "-s", "-P", "-", "--req-fd", str(req_r), "--rep-fd", str(rep_w),
+            "--seed", "3", "--layout", layout]  # fmt: skip
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, cwd=tree, pass_fds=(req_r, rep_w))
+    assert proc.stdin is not None
+    proc.stdin.write(program(PRODUCT).encode())
+    proc.stdin.close()
+    os.close(req_r)
+    os.close(rep_w)
+    oracle: dict[str, Any] = {"__name__": "bench_oracle"}
+    exec(compile(program(("_wire", "_proxy")), "<oracle parts>", "exec"), oracle)
+    oracle["ISOLATION"]["link"] = oracle["_Link"](req_w, rep_r, status_r, 30.0)
+    sys.meta_path.insert(0, oracle["ProductFinder"](["orders"]))
+    try:
+        import orders  # the proxy module: every call below crosses the wire
+
+        price, batches = orders.bulk_price, []
+        for _ in range(5):
+            start = time.perf_counter()
+            for qty in range(calls):
+                price(Decimal("12.34"), qty % 40)
+            batches.append((time.perf_counter() - start) / calls * 1e6)
+        return statistics.median(batches)
+    finally:
+        proc.kill()
+        proc.wait()
+        os.close(status_w)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--calls", type=int, default=2000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        repo = base / "orders"
+        make_example(repo)
+        configs = {}
+        for mode in ("isolated", "in-process"):
+            configs[mode] = base / f"{mode}.yaml"
+            configs[mode].write_text(f"sandbox:\n  oracle: {mode}\n")
+        times: dict[str, list[float]] = {"isolated": [], "in-process": []}
+        decisions: dict[str, set[str]] = {"isolated": set(), "in-process": set()}
+        for mode in times:  # warm the scratch clone and caches of each
+            score(repo, base / f"logs-{mode}", base / f"state-{mode}", configs[mode])
+        for _ in range(args.rounds):
+            for mode in times:
+                elapsed, verdict = score(
+                    repo, base / f"logs-{mode}", base / f"state-{mode}", configs[mode]
+                )
+                times[mode].append(elapsed)
+                decisions[mode].add(str(verdict.get("decision")))
+        isolated, total, reasons = isolation_share(base / "logs-isolated")
+        worktree = base / "rt"
+        subprocess.run(["git", "-C", str(repo), "worktree", "add", "-q", str(worktree), "base"],
+                       check=True)  # fmt: skip
+        trip = round_trip_us(worktree, args.calls)
+    iso, inproc = statistics.median(times["isolated"]), statistics.median(times["in-process"])
+    print(f"score isolated   median {iso:.2f} s  {times['isolated']}  {decisions['isolated']}")
+    print(
+        f"score in-process median {inproc:.2f} s  {times['in-process']}  {decisions['in-process']}"
+    )
+    print(f"isolated / in-process: {iso / inproc:.3f} (target <= 1.25)")
+    print(f"records isolated: {isolated}/{total}; in-process: {reasons or 'none'}")
+    print(f"round trip (bulk_price(Decimal, int), plain subprocess): {trip:.1f} us per call")
+
+
+if __name__ == "__main__":
+    main()
