@@ -572,6 +572,15 @@ def check_without_runs(plan: ScorePlan) -> ChecksWithoutRuns:
         changes=plan.changes,
         contract_paths=plan.contract_paths,
         sources=sources,
+        tests=_changed_sources(
+            plan.clone,
+            plan.parent_sha,
+            plan.patch_sha,
+            plan.changes,
+            plan.contract_paths,
+            plan.config.protected_paths,
+            tests=True,
+        ),
         inputs=property_inputs_in(
             plan.trees["parent"],
             [(p.id, p.test) for p in contract.properties],
@@ -695,7 +704,7 @@ def _note(
     findings += [
         f"{c.check}: {c.outcome}"
         for c in scorecard
-        if c.outcome != "pass" and c.check != "differential"
+        if c.outcome not in ("pass", "note") and c.check != "differential"
     ]
     note = review_note(gate, final=decision, findings=findings)
     return note + hidden_note(hidden, extra_seeds=extra_seeds)
@@ -759,12 +768,16 @@ def _changed_sources(
     changes: Sequence[Change],
     contract_paths: Sequence[str],
     protected: Sequence[str],
+    *,
+    tests: bool = False,
 ) -> list[SourceChange]:
-    """The patch's changed non-test Python files (tests are restored from the parent)."""
+    """The patch's changed non-test Python files (tests are restored from the parent); with
+    ``tests``, its changed protected Python files instead (what test_tampering reads)."""
     sources = []
     for change in changes:
         path = change.path
-        if not path.endswith(".py") or under(path, contract_paths) or matches(path, protected):
+        guarded = under(path, contract_paths) or matches(path, protected)
+        if not path.endswith(".py") or guarded != tests:
             continue
         sources.append(
             SourceChange(

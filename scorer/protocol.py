@@ -94,7 +94,7 @@ class PropertyVerdict(_Message):
 
 class CheckOutcome(_Message):
     check: str
-    outcome: Literal["pass", "review", "reject"]
+    outcome: Literal["pass", "note", "review", "reject"]
 
 
 class SideCount(_Message):

@@ -21,7 +21,8 @@ from .._config import ScorerConfig
 if TYPE_CHECKING:
     from ._context import PlanContext, ScoreContext
 
-Outcome = Literal["pass", "review", "reject"]
+Outcome = Literal["pass", "note", "review", "reject"]
+"""``note``: worth a line for the reviewer, never a reason to look (docs/design/scorecard.md)."""
 
 
 class Check(BaseModel):

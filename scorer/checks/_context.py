@@ -47,6 +47,9 @@ class PlanContext:
     """The fixture guard's findings before the runs."""
     snapshots: Mapping[str, Mapping[str, tuple[int, int]]]
     """(size, mtime) of every file of each tree before the runs."""
+    tests: Sequence[SourceChange] = ()
+    """The patch's changed protected Python files (test modules, conftests), with both
+    texts from the commits (the trees hold the parent's)."""
 
 
 @dataclass(frozen=True)
