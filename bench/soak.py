@@ -126,8 +126,19 @@ def du_kib(*paths: Path) -> int:
     return total // 1024
 
 
+SETTLE_S = 5.0
+"""How long a sample waits for the processes a request left to exit (a run being reaped
+after its answer went out): a sample counts what stays, not what is on its way out."""
+
+
 def sample(requests: int, pid: int, state: list[Path], logs: Path) -> Sample:
-    tree = process_tree(pid)
+    deadline = time.monotonic() + SETTLE_S
+    tree, steady_since = process_tree(pid), time.monotonic()
+    while time.monotonic() < deadline and time.monotonic() - steady_since < 0.5:
+        time.sleep(0.1)
+        now = process_tree(pid)
+        if len(now) != len(tree):
+            tree, steady_since = now, time.monotonic()
     return Sample(
         requests=requests,
         fds=sum(_fds(p) for p in tree),
@@ -360,10 +371,18 @@ def _warm_pid(state_dir: Path) -> int | None:
 
 
 def soak_warm(
-    soaked: Soaked, calls: int, every: int, on_sample: Callable[[Sample], None] | None = None
+    soaked: Soaked,
+    calls: int,
+    every: int,
+    warmup: int = 1,
+    on_sample: Callable[[Sample], None] | None = None,
 ) -> list[Sample]:
-    """``calls`` of ``score --warm`` on one patch; a sample of the warm scorer every
-    ``every`` calls (from the first, once it runs). It is stopped (SIGTERM) at the end."""
+    """``calls`` of ``score --warm`` on one patch; a sample of the warm scorer after call
+    ``warmup`` and every ``every`` calls after it. It is stopped (SIGTERM) at the end.
+
+    Between requests the warm scorer may hold the ``git cat-file`` helpers GitPython started
+    for the requests before (freed with their Repo objects by the garbage collector): two
+    after each request, up to four in the first ones; ``warmup`` skips those."""
     argv = [*ENTRY, "score", "--warm", "--warm-idle", "600", "--config", str(soaked.config),
             "--repo", str(soaked.repo), "--contract", CONTRACT, "--parent", "base",
             "--patch", "patch", "--json"]  # fmt: skip
@@ -379,7 +398,7 @@ def soak_warm(
                 pid = _warm_pid(soaked.state[0])
                 if pid is None:
                     raise SystemExit("no warm scorer is running after the first call")
-            if number == 1 or number % every == 0:
+            if number >= warmup and (number - warmup) % every == 0:
                 samples.append(sample(number, pid, soaked.state, soaked.logs))
                 if on_sample is not None:
                     on_sample(samples[-1])
@@ -387,6 +406,10 @@ def soak_warm(
         if pid is not None:
             os.kill(pid, signal.SIGTERM)
     return samples
+
+
+def _progress(sample: Sample) -> None:
+    print(f"  sample {sample}", flush=True)
 
 
 def main() -> None:
@@ -403,13 +426,14 @@ def main() -> None:
         started = time.monotonic()
         if options.submissions:
             hosted = build(workdir / "hosted", per_workspace)
-            report("hosted", soak_hosted(hosted, options.workspaces, options.submissions,
-                                         options.every))  # fmt: skip
+            samples = soak_hosted(hosted, options.workspaces, options.submissions,
+                                  options.every, on_sample=_progress)  # fmt: skip
+            report("hosted", samples)
             print(f"hosted: {time.monotonic() - started:.0f} s", flush=True)
         started = time.monotonic()
         if options.warm_calls:
             warm = build(workdir / "warm", 1)
-            report("warm", soak_warm(warm, options.warm_calls, options.every))
+            report("warm", soak_warm(warm, options.warm_calls, options.every, on_sample=_progress))
             print(f"warm: {time.monotonic() - started:.0f} s", flush=True)
 
 

@@ -44,6 +44,6 @@ def test_a_hosted_server_stays_flat(tmp_path: Path) -> None:
 
 def test_a_warm_scorer_stays_flat(tmp_path: Path) -> None:
     soaked = build(tmp_path, max_submissions=1)
-    samples = soak_warm(soaked, calls=4, every=2)
-    assert [s.requests for s in samples] == [1, 2, 4]
+    samples = soak_warm(soaked, calls=7, every=2, warmup=3)
+    assert [s.requests for s in samples] == [3, 5, 7]
     _flat(samples)
