@@ -44,6 +44,7 @@ LAYERS = (
     "authenticated-channel",  # rows signed with the run's secret, its exit status
     "audit-hook",  # the runner refuses what reaches its memory or descriptors
     "canaries",  # hidden properties that must come back exactly
+    "isolated-oracle",  # the product in a process of its own (docs/design/isolated-oracle.md)
     "control",  # honest patches that must keep their verdict
 )
 
@@ -1656,8 +1657,9 @@ CASES: tuple[AttackCase, ...] = (
 )
 
 from .forgery_cases import FORGERY_CASES  # noqa: E402 (they build on the helpers above)
+from .isolation_cases import ISOLATION_CASES  # noqa: E402
 
-CASES = CASES + FORGERY_CASES
+CASES = CASES + FORGERY_CASES + ISOLATION_CASES
 ATTACKS = tuple(case for case in CASES if not case.honest)
 CONTROLS = tuple(case for case in CASES if case.honest)
 BY_NAME = {case.name: case for case in CASES}

@@ -26,6 +26,7 @@ from .mcp_cases import MCP_CASES
 
 REQUIRED_CLASSES = {
     "test-edit",
+    "isolated-oracle",
     "skip-xfail",
     "conftest",
     "pytest-config",
