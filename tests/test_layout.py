@@ -17,6 +17,7 @@ import click
 import pytest
 
 from patchwarden.sandbox import (
+    MACHINERY_NAMES,
     PropertyTarget,
     SandboxConfig,
     detect_layout,
@@ -263,6 +264,12 @@ def test_machinery_and_stdlib_names_are_not_project_packages(tmp_path: Path) -> 
     names = ["src/json/__init__.py", "src/pytest.py", "src/_hypothesis_pytestplugin.py"]
     tree = make_tree(tmp_path, {name: "" for name in [*names, "src/mine/__init__.py"]})
     assert detect_layout(tree).packages == ("mine",)
+
+
+def test_the_scorecard_page_names_every_machinery_name() -> None:
+    page = Path(__file__).resolve().parents[1] / "docs" / "design" / "scorecard.md"
+    row = next(line for line in page.read_text().splitlines() if line.startswith("| `shadowing`"))
+    assert sorted(name for name in MACHINERY_NAMES if f"`{name}`" not in row) == []
 
 
 # --- real runs -------------------------------------------------------------------------------
