@@ -55,7 +55,7 @@ TASK_REFS = "refs/heads/patchwarden/tasks"
 """The namespace of every task's refs (a branch namespace, so clones and fetches carry it)."""
 TEST_DIRS = frozenset({"test", "tests"})
 """Directory names whose whole content is the project's tests (their data included)."""
-PYTEST_CONFIG_FILES = ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+PYTEST_CONFIG_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
 """Where pytest looks for ``testpaths``, in its own order of precedence."""
 TASK_IDENT = {
     "GIT_AUTHOR_NAME": "patchwarden",
@@ -80,6 +80,9 @@ class TestResult:
     base: tuple[str, ...]
     """``pass``, ``fail``, ``skip`` or ``missing``, one per seed, in schedule order."""
     reference: tuple[str, ...]
+    witness: str = ""
+    """The first failure's witness (``prop|ExcType|file:line``, the property id left out),
+    so an excluded test says why it failed."""
 
     @property
     def kind(self) -> str:
@@ -104,7 +107,8 @@ class TestResult:
         return "passes on the base, fails on the reference"
 
     def outcomes(self) -> str:
-        return f"base {'/'.join(self.base)}; reference {'/'.join(self.reference)}"
+        text = f"base {'/'.join(self.base)}; reference {'/'.join(self.reference)}"
+        return text + (f"; first failure {self.witness}" if self.witness else "")
 
 
 @dataclass(frozen=True)
@@ -186,6 +190,7 @@ class Task:
                     "why": r.why_excluded(),
                     "base": list(r.base),
                     "reference": list(r.reference),
+                    "witness": r.witness,
                 }
                 for r in self.excluded()
             ],
@@ -579,10 +584,19 @@ def _run_both(
             test=test,
             base=tuple(_outcome(base_runs.get(seed), prop) for seed in seeds),
             reference=tuple(_outcome(ref_runs.get(seed), prop) for seed in seeds),
+            witness=_first_witness([*base_runs.values(), *ref_runs.values()], prop),
         )
         for prop, test in numbered.items()
     ]
     return results, "; ".join(problems)
+
+
+def _first_witness(runs: Sequence[PropertyRun], prop: str) -> str:
+    for run in runs:
+        for record in run.records:
+            if record.prop == prop and record.status != "pass":
+                return record.witness.removeprefix(f"{prop}|")
+    return ""
 
 
 def _common_dir(paths: Sequence[str]) -> str:
