@@ -18,7 +18,9 @@ import ctypes
 import os
 import signal
 import sys
+import threading
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -30,7 +32,7 @@ from ._checkout import read_contract_at, state_dir
 from ._config import ScorerConfig
 from ._errors import HeldOutError, PatchwardenError, one_line
 from ._groups import HIDDEN_REASON
-from ._score import ScoreRequest, Verdict, score
+from ._score import TREES, ScoreRequest, Verdict, score
 from .layers import propose_freeze_record, read_quarantine_at
 from .protocol import (
     MAX_LINE_BYTES,
@@ -46,6 +48,7 @@ from .protocol import (
     Ready,
     Request,
     RequestId,
+    RunsDone,
     Scored,
     ScorePatch,
     SideCount,
@@ -120,10 +123,12 @@ class ScorerSession:
         self.config = config
         self.sandbox_config = sandbox_config
 
-    def handle(self, request: Request) -> BaseModel:
+    def handle(
+        self, request: Request, on_progress: Callable[[RunsDone], None] | None = None
+    ) -> BaseModel:
         try:
             if isinstance(request, ScorePatch):
-                return Scored(id=request.id, summary=self.score(request))
+                return Scored(id=request.id, summary=self.score(request, on_progress))
             if isinstance(request, ProposeFreeze):
                 return FreezeHandled(id=request.id, freeze=self.freeze(request))
             assert isinstance(request, Ping)
@@ -139,9 +144,25 @@ class ScorerSession:
         print(f"patchwarden: scorer: request {request_id}: {message}", file=sys.stderr, flush=True)
         return Failure(id=request_id, error=hide_host_paths(message, self.config, self.repo))
 
-    def score(self, request: ScorePatch) -> VerdictSummary:
+    def score(
+        self, request: ScorePatch, on_progress: Callable[[RunsDone], None] | None = None
+    ) -> VerdictSummary:
         contract, _ = read_contract_at(self.repo, request.parent, self.contract)
         quarantined = read_quarantine_at(self.repo, request.parent, contract)
+        visible_total = len(TREES) * len(contract.seeds)
+        visible_done = 0
+
+        def on_run(done: int, total: int, run: str) -> None:
+            # Only the contract's schedule ("patch seed 29"): a hidden group's runs (their
+            # names hold a ':') would tell the agent that they exist, and their seeds.
+            nonlocal visible_done
+            if on_progress is None or ":" in run.split(" ", 1)[0]:
+                return
+            visible_done += 1
+            on_progress(
+                RunsDone(id=request.id, done=visible_done, total=visible_total, run=run[:200])
+            )
+
         try:
             verdict = score(
                 ScoreRequest(
@@ -153,6 +174,7 @@ class ScorerSession:
                 self.config,
                 self.sandbox_config,
                 quarantined=quarantined,
+                on_run=on_run,
             )
         except PatchwardenError as exc:
             if not isinstance(exc, HeldOutError) and not self._names_held_out(str(exc)):
@@ -186,6 +208,31 @@ class ScorerSession:
 def _write(out: IO[bytes], message: BaseModel) -> None:
     out.write(encode(message))
     out.flush()
+
+
+class _Answers:
+    """The channel's writer for one request: progress lines from the runs' threads, then
+    the answer; a progress line that comes after the answer is dropped (runs report from
+    their own threads, and the last report may race the verdict)."""
+
+    def __init__(self, out: IO[bytes]) -> None:
+        self._out = out
+        self._lock = threading.Lock()
+        self._answered = False
+
+    def progress(self, message: RunsDone) -> None:
+        with self._lock:
+            if self._answered:
+                return
+            try:
+                _write(self._out, message)
+            except (BrokenPipeError, ValueError):  # the server is gone; the verdict is not
+                self._answered = True
+
+    def answer(self, message: BaseModel) -> None:
+        with self._lock:
+            self._answered = True
+            _write(self._out, message)
 
 
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
@@ -276,9 +323,10 @@ def _serve_requests(session: ScorerSession, stdin: IO[bytes], stdout: IO[bytes])
         except ValidationError as exc:
             _write(stdout, Failure(error=_validation_summary(exc)))
             continue
+        answers = _Answers(stdout)
         try:
-            answer = session.handle(request)
+            answer = session.handle(request, answers.progress)
         except Exception as exc:  # a bug: keep serving, fail this request closed
             traceback.print_exc(file=sys.stderr)
             answer = Failure(id=request.id, error=f"internal scorer error ({type(exc).__name__})")
-        _write(stdout, answer)
+        answers.answer(answer)

@@ -8,6 +8,8 @@ One JSON object per line over the scorer child's private stdin/stdout pipe
     ScorePatch {op: score, id, parent, patch}           Scored {answer: verdict, id, summary}
     ProposeFreeze {op: freeze, id, patch, test_id, reason}
                                                         FreezeHandled {answer: freeze, id, freeze}
+                                                        RunsDone {answer: progress, id, done,
+                                                          total, run} (any, before a verdict)
     Ping {op: ping, id}                                 Pong {answer: pong, id}
     (anything malformed)                                Failure {answer: error, id, error}
 
@@ -144,6 +146,18 @@ class FreezeHandled(_Message):
     freeze: FreezeSummary
 
 
+class RunsDone(_Message):
+    """How far a scoring got: ``done`` of ``total`` sandboxed runs, the last one finished
+    (``"patch seed 29"``). Sent before the verdict, as each run ends; the server turns it
+    into progress notifications (docs/clients.md, "Long scorings")."""
+
+    answer: Literal["progress"] = "progress"
+    id: RequestId
+    done: int
+    total: int
+    run: Annotated[str, Field(max_length=200)]
+
+
 class Pong(_Message):
     answer: Literal["pong"] = "pong"
     id: RequestId
@@ -158,7 +172,9 @@ class Failure(_Message):
     error: str
 
 
-Answer = Annotated[Ready | Scored | FreezeHandled | Pong | Failure, Field(discriminator="answer")]
+Answer = Annotated[
+    Ready | Scored | FreezeHandled | RunsDone | Pong | Failure, Field(discriminator="answer")
+]
 ANSWER = TypeAdapter(Answer)
 
 
@@ -186,6 +202,7 @@ __all__ = [
     "Ready",
     "Request",
     "RequestId",
+    "RunsDone",
     "ScorePatch",
     "Scored",
     "SideCount",

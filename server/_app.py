@@ -13,12 +13,13 @@ the scorer is stopped and the worktree removed (the patch commits stay under
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import os
 import secrets
 import signal
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -303,9 +304,26 @@ def build_app(
         instructions=INSTRUCTIONS,
         version=_version(),
         middleware=[AuditMiddleware(audit), *gate],
+        lifespan=lambda _: scoring_in_background(session),
     )
     register_tools(app, session)
     return app
+
+
+@contextlib.asynccontextmanager
+async def scoring_in_background(session: Session) -> AsyncIterator[dict[str, Any]]:
+    """While the server serves, submissions are scored apart from the calls that made them
+    (server/tools/_submit_patch.py). When it stops (the client went away), a scoring under
+    way is waited for, so the scorer can record its verdict before it is stopped."""
+    async with anyio.create_task_group() as background:
+        session.background = background
+        try:
+            yield {}
+        finally:
+            session.background = None
+            with anyio.CancelScope(shield=True):
+                for submission in session.submitted:
+                    await submission.done.wait()
 
 
 def _version() -> str:
@@ -437,6 +455,7 @@ def _session(setup: Setup, workspace: Workspace, scorer: Scorer) -> Session:
         scorer=scorer,
         max_submissions=setup.config.agent.max_submissions,
         uncounted_faults=setup.config.agent.uncounted_faults,
+        max_wait_s=setup.config.agent.max_wait_s,
     )
 
 

@@ -15,7 +15,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 
 import anyio
 from anyio.abc import Process
@@ -30,11 +30,15 @@ from patchwarden.scorer.protocol import (
     Ready,
     Request,
     RequestId,
+    RunsDone,
     Start,
     encode,
 )
 
 from ._errors import ScorerUnavailable
+
+OnProgress = Callable[[RunsDone], Awaitable[None]]
+"""Where a request's progress lines go (the scorer sends them while it scores)."""
 
 READY_TIMEOUT_S = 120.0  # the scorer checks bubblewrap and its state dir before it says ready
 STOP_GRACE_S = 5.0  # after closing its stdin, how long the scorer gets to finish its current line
@@ -126,9 +130,15 @@ class ScorerClient:
         if not isinstance(first, Ready):
             raise ScorerUnavailable("the scorer did not start: it answered out of protocol")
 
-    async def request(self, request: Request, *, timeout_s: float | None = None) -> Answer:
+    async def request(
+        self,
+        request: Request,
+        *,
+        timeout_s: float | None = None,
+        on_progress: OnProgress | None = None,
+    ) -> Answer:
         """Send ``request``, numbered by this channel (its own id is replaced), and return
-        its answer.
+        its answer; ``on_progress`` hears each RunsDone line before it.
 
         A Failure is returned for the caller to report; a broken channel raises ScorerGone;
         no answer within ``timeout_s`` (counted once this request has the channel) raises
@@ -141,6 +151,10 @@ class ScorerClient:
                 while True:
                     answer = await self._read()
                     answer_id = getattr(answer, "id", None)
+                    if isinstance(answer, RunsDone):
+                        if answer_id == request_id and on_progress is not None:
+                            await on_progress(answer)
+                        continue
                     if answer_id == request_id or (
                         isinstance(answer, Failure) and answer_id is None
                     ):

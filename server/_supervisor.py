@@ -34,7 +34,7 @@ from patchwarden.scorer import ScorerConfig
 from patchwarden.scorer.protocol import Answer, Request, Start
 
 from ._errors import ScorerUnavailable
-from ._scorer_client import READY_TIMEOUT_S, ScorerClient, ScorerGone
+from ._scorer_client import READY_TIMEOUT_S, OnProgress, ScorerClient, ScorerGone
 
 BACKOFF_CAP_S = 60.0
 """The longest wait before a restart, however many came before it in the window."""
@@ -213,13 +213,13 @@ class ScorerSupervisor:
             raise ScorerFault("the scorer is not running (it is being restarted)")
         return self._client
 
-    async def request(self, request: Request) -> Answer:
+    async def request(self, request: Request, on_progress: OnProgress | None = None) -> Answer:
         """The scorer's answer to ``request`` (numbered by the channel); ScorerFault when none
-        can be had."""
+        can be had. ``on_progress`` hears how far a scoring got."""
         client = await self._current()
         timeout = self.policy.request_timeout_s
         try:
-            return await client.request(request, timeout_s=timeout)
+            return await client.request(request, timeout_s=timeout, on_progress=on_progress)
         except TimeoutError:
             client.kill()  # hung: the watcher starts a new one
             self._on_event(

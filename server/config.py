@@ -17,6 +17,8 @@ from patchwarden._documents import parse_document, validate_document
 from patchwarden.sandbox import ConfigError, SandboxConfig
 from patchwarden.scorer import ScorerConfig
 
+from .tools._session import DEFAULT_MAX_WAIT_S
+
 
 class AgentConfig(BaseModel):
     """What the agent's session may do."""
@@ -37,6 +39,9 @@ class AgentConfig(BaseModel):
     """Submissions per session that got no verdict because the scorer failed (crashed, was
     killed, hung or answered an error) and that do not count against max_submissions. Past
     this many they count too, so crashing the scorer on purpose cannot buy unlimited tries."""
+    max_wait_s: float = Field(default=DEFAULT_MAX_WAIT_S, gt=0)
+    """The longest ``wait_s`` submit_patch and get_verdict accept: how long one call may
+    hold a client waiting for a verdict (a longer scoring answers ``pending``)."""
     max_file_bytes: int = Field(default=1_000_000, ge=1)
     """Largest file read_file returns or write_file accepts."""
     waive_broken_base: bool = False

@@ -9,9 +9,10 @@ about what the tools do with its answers, its failures and its absence.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import git
 
@@ -44,12 +45,25 @@ class FakeScorer:
     answers: list[Answer | Exception] = field(default_factory=list)
     asked: list[Request] = field(default_factory=list)
 
-    async def request(self, request: Request) -> Answer:
+    async def request(self, request: Request, on_progress: Any = None) -> Answer:
         self.asked.append(request)
         answer = self.answers.pop(0)
         if isinstance(answer, Exception):
             raise answer
         return answer
+
+
+def until_scored(tool: str, result: Any, call: Callable[[str, dict[str, Any]], Any]) -> Any:
+    """``result`` of ``tool``, or, for a submission that answered ``pending`` (its scoring
+    outlasted the call's wait on a loaded machine), the verdict get_verdict has for it."""
+    while (
+        tool in ("submit_patch", "get_verdict")
+        and not result.is_error
+        and result.structured_content.get("status") == "pending"
+    ):
+        number = result.structured_content["submission"]
+        tool, result = "get_verdict", call("get_verdict", {"submission": number, "wait_s": 300})
+    return result
 
 
 @contextlib.contextmanager

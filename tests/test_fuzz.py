@@ -562,7 +562,7 @@ class FakeScorer:
 
     mode = "verdict"
 
-    async def request(self, request: Request) -> Answer:
+    async def request(self, request: Request, on_progress: Any = None) -> Answer:
         if self.mode == "fault":
             raise ScorerUnavailable("the scorer failed (fake)")
         if self.mode == "failure":

@@ -27,6 +27,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client, StdioServerParameters
 
 from patchwarden.server.tools import READ_ONLY, TOOLS
+from tests._tool_sessions import until_scored
 
 pytestmark = pytest.mark.bwrap
 
@@ -38,7 +39,12 @@ REQUIRED = {
 }
 """Each tool's required arguments, as the registry declares them."""
 READ_ONLY_TOOLS = {tool.name for tool in TOOLS if tool.annotations is READ_ONLY}
-SUMMARY_KEYS = {"verdict_id", "decision", "results", "scorecard", "counts"}
+SUMMARY_KEYS = {"verdict_id", "decision", "results", "scorecard", "counts"} | {
+    "status",
+    "submission",
+    "runs_done",
+    "runs_total",
+}
 
 
 @dataclass
@@ -54,9 +60,12 @@ class Served:
         async def progress(value: float, total: float | None, message: str | None) -> None:
             self.progress.append((value, total, message))
 
-        return self.portal.call(
-            lambda: self.client.call_tool(tool, arguments or {}, progress_callback=progress)
-        )
+        def once(tool: str, arguments: dict[str, Any]) -> Any:
+            return self.portal.call(
+                lambda: self.client.call_tool(tool, arguments, progress_callback=progress)
+            )
+
+        return until_scored(tool, once(tool, arguments or {}), once)
 
     def ok(self, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
         result = self.call(tool, arguments)
@@ -572,9 +581,15 @@ def _submit_overlay(scoring: Served, name: str, base_files: dict[str, str]) -> d
         scoring.ok("write_file", {"path": path, "content": content})
     for path, content in _overlay(name).items():
         scoring.ok("write_file", {"path": path, "content": content})
+    scoring.progress.clear()
     result = scoring.call("submit_patch", {"message": f"example patch {name}"})
     assert not result.is_error, _text(result)
     summary = dict(result.structured_content)
+    # The scorer's runs reached the client as progress, one notification a finished run,
+    # counting the contract's schedule only (parent and patch, each seed).
+    runs = [(v, t) for v, t, m in scoring.progress if m and "runs done" in m]
+    assert runs[-1] == (summary["runs_total"], summary["runs_total"]) == (6.0, 6.0), runs
+    assert [v for v, _ in runs] == sorted({v for v, _ in runs})
     # The verdict id names a time and a commit, so it may hold any digits; everything
     # else the agent sees must carry no witness, traceback or seed.
     visible = _text(result).replace(summary["verdict_id"], "")

@@ -34,6 +34,7 @@ from patchwarden.scorer.protocol import (
     FreezeSummary,
     Pong,
     ProposeFreeze,
+    RunsDone,
     Scored,
     ScorePatch,
 )
@@ -186,8 +187,12 @@ def test_read_only_tools_leave_the_worktree_as_it_was(call: Call) -> None:
         "search_text",
         "read_file",
         "diff",
+        "get_verdict",
     }
     for tool in read_only:
+        if tool.name == "get_verdict":  # nothing was submitted
+            assert call.refused(tool.name, **examples[tool.name]).startswith("there is no")
+            continue
         call(tool.name, **examples[tool.name])
     after = _git_status(tree), {p: p.read_bytes() for p in tree.rglob("*") if p.is_file()}
     assert after == before
@@ -336,7 +341,9 @@ def test_submit_patch_returns_the_summary_and_counts_only_judged_ones(call: Call
         Pong(id=4),
     ]
     call("write_file", path="orders/extra.py", content="X = 1\n")
-    assert call("submit_patch", message="add X") == SUMMARY
+    scored = call("submit_patch", message="add X")
+    assert (scored.status, scored.submission, scored.runs_total) == ("scored", 1, 6)
+    assert scored.model_dump(include=set(SUMMARY.model_dump())) == SUMMARY.model_dump()
     asked = call.scorer.asked[0]
     assert isinstance(asked, ScorePatch)
     assert (asked.parent, asked.patch) == (
@@ -364,6 +371,87 @@ def test_submit_patch_returns_the_summary_and_counts_only_judged_ones(call: Call
         "submission limit reached (2 per session)"
     )
     assert len(call.scorer.asked) == 4
+
+
+@dataclass
+class SlowScorer:
+    """Answers a scoring after ``release`` is set, with a progress line per run first."""
+
+    release: anyio.Event = field(default_factory=anyio.Event)
+    asked: list[ScorePatch] = field(default_factory=list)
+
+    async def request(self, request: Any, on_progress: Any = None) -> Any:
+        self.asked.append(request)
+        for done in (1, 2):
+            await on_progress(RunsDone(id=1, done=done, total=6, run=f"parent seed {done}"))
+        await self.release.wait()
+        return Scored(id=1, summary=SUMMARY)
+
+
+def test_submit_patch_refuses_a_second_patch_while_one_is_being_scored(call: Call) -> None:
+    scorer = SlowScorer()
+    call.session.scorer = scorer
+    call("write_file", path="orders/extra.py", content="X = 1\n")
+    submit = tool_named("submit_patch")
+
+    async def session() -> str:
+        async with anyio.create_task_group() as background:
+            call.session.background = background
+            await submit.run(call.session, submit.args(message="slow", wait_s=0), call.progress)
+            with pytest.raises(ToolError) as refused:
+                await submit.run(call.session, submit.args(message="x"), call.progress)
+            scorer.release.set()
+        return str(refused.value)
+
+    assert anyio.run(session) == (
+        "submission 1 is still being scored: call get_verdict with submission 1 for its "
+        "verdict before you submit again"
+    )
+    call.session.background = None
+    assert len(scorer.asked) == 1 and call.session.judged == 1
+
+
+def test_get_verdict_polls_a_pending_submission_to_its_verdict(call: Call) -> None:
+    scorer = SlowScorer()
+    call.session.scorer = scorer
+    call("write_file", path="orders/extra.py", content="X = 1\n")
+    submit, get = tool_named("submit_patch"), tool_named("get_verdict")
+
+    async def session() -> tuple[Any, ...]:
+        async with anyio.create_task_group() as background:
+            call.session.background = background
+            first = await submit.run(
+                call.session, submit.args(message="slow", wait_s=0.2), call.progress
+            )
+            still = await get.run(call.session, get.args(submission=1, wait_s=0), call.progress)
+            scorer.release.set()
+            verdict = await get.run(call.session, get.args(submission=1, wait_s=30), call.progress)
+            again = await get.run(call.session, get.args(submission=1, wait_s=0), call.progress)
+            return first, still, verdict, again
+
+    first, still, verdict, again = anyio.run(session)
+    call.session.background = None
+    assert (first.status, first.submission, first.runs_done, first.runs_total) == (
+        "pending",
+        1,
+        2,
+        6,
+    )
+    assert first.decision is None and still.status == "pending"
+    assert (verdict.status, verdict.decision, verdict.verdict_id) == ("scored", "accept", "v-1")
+    assert again == verdict  # kept for the session; asked once, counted once
+    assert len(scorer.asked) == 1 and call.session.judged == 1
+    assert call.progress.reports[:3] == [
+        (0.0, 6.0, "scoring submission 1: 6 runs to go"),
+        (2.0, 6.0, "submission 1: 2 of 6 runs done (parent seed 2)"),
+        (2.0, 6.0, "submission 1: 2 of 6 runs done (parent seed 2)"),
+    ]
+    assert call.refused("get_verdict", submission=2) == (
+        "there is no submission 2: this session has made 1"
+    )
+    assert call.refused("get_verdict", submission=1, wait_s=301) == (
+        "wait_s must be at most 300 (the operator's limit)"
+    )
 
 
 def test_request_freeze_binds_the_request_to_the_last_patch(call: Call) -> None:

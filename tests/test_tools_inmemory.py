@@ -76,8 +76,11 @@ def test_every_tool_is_listed_with_schemas_and_honest_annotations(harness: Harne
         ), tool.name
         assert (published.title, published.description) == (tool.title, tool.description)
         assert published.annotations == tool.annotations, tool.name
-    # The summary schema is the protocol's: one schema, not three.
-    assert tool_named("submit_patch").result is VerdictSummary
+    # The summary's fields are the protocol's: one schema, not three.
+    verdict = tool_named("submit_patch").result.model_fields
+    assert set(VerdictSummary.model_fields) <= set(verdict)
+    for name, info in VerdictSummary.model_fields.items():
+        assert verdict[name].annotation in (info.annotation, info.annotation | None), name
 
 
 def test_file_tools_edit_the_worktree_and_refuse_contract_paths(harness: Harness) -> None:
@@ -115,7 +118,13 @@ def test_submit_patch_returns_the_protocol_summary_and_counts_submissions(
     harness.call("write_file", {"path": "orders/extra.py", "content": "X = 1\n"})
     result = harness.call("submit_patch", {"message": "add X"})
     assert not result.is_error
-    assert result.structured_content == SUMMARY.model_dump(mode="json", by_alias=True)
+    assert result.structured_content == {
+        "status": "scored",
+        "submission": 1,
+        "runs_done": 0,
+        "runs_total": 6,
+        **SUMMARY.model_dump(mode="json", by_alias=True),
+    }
     asked = harness.scorer.asked[0]
     assert isinstance(asked, ScorePatch)
     assert asked.parent == harness.session.workspace.base and len(asked.patch) == 40

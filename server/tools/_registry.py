@@ -15,6 +15,7 @@ from . import (
     _diff,
     _edit_file,
     _get_contract,
+    _get_verdict,
     _list_files,
     _read_file,
     _request_freeze,
@@ -36,6 +37,7 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
     _diff.TOOL,
     _run_tests.TOOL,
     _submit_patch.TOOL,
+    _get_verdict.TOOL,
     _request_freeze.TOOL,
 )
 

@@ -6,23 +6,59 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import anyio
+import anyio.abc
 from mcp.server.mcpserver.exceptions import ToolError
 
 from patchwarden.sandbox import SandboxConfig
 from patchwarden.scorer import Contract
-from patchwarden.scorer.protocol import Answer, Request
+from patchwarden.scorer.protocol import Answer, Request, RunsDone, VerdictSummary
 
 from .._paths import PathPolicy
+from .._scorer_client import OnProgress
 from .._workspace import Workspace
+
+DEFAULT_MAX_WAIT_S = 300.0
 
 
 class Scorer(Protocol):
     """The scorer as the tools see it (server/_supervisor.py; fakes in the tests)."""
 
-    async def request(self, request: Request) -> Answer:
+    async def request(self, request: Request, on_progress: OnProgress | None = None) -> Answer:
         """The answer to one request (its id is the channel's to set); ScorerUnavailable
-        when none can be had."""
+        when none can be had. ``on_progress`` hears how far a scoring got."""
         ...
+
+
+@dataclass
+class Submission:
+    """One submitted patch and, once the scorer is done with it, its verdict or why there
+    is none. Scored in the session's background (``Session.background``), so a client that
+    stops waiting, cancels or disconnects loses nothing: get_verdict returns it later."""
+
+    number: int
+    """1, 2, ... in this session: what get_verdict takes."""
+    patch: str
+    total_runs: int
+    runs_done: int = 0
+    last_run: str = ""
+    summary: VerdictSummary | None = None
+    error: str | None = None
+    """The tool error the agent gets when there is no verdict."""
+    done: anyio.Event = field(default_factory=anyio.Event)
+    changed: anyio.Event = field(default_factory=anyio.Event)
+    """Set (and replaced) at each progress line and at the end."""
+
+    async def note(self, progress: RunsDone) -> None:
+        self.runs_done, self.total_runs, self.last_run = progress.done, progress.total, progress.run
+        self._changed()
+
+    def finish(self) -> None:
+        self.done.set()
+        self._changed()
+
+    def _changed(self) -> None:
+        self.changed.set()
+        self.changed = anyio.Event()
 
 
 @dataclass
@@ -46,6 +82,12 @@ class Session:
     """Submissions that got no verdict because the scorer failed or answered an error."""
     run_lock: anyio.Lock = field(default_factory=anyio.Lock)
     submit_lock: anyio.Lock = field(default_factory=anyio.Lock)
+    max_wait_s: float = DEFAULT_MAX_WAIT_S
+    """The longest wait_s submit_patch and get_verdict accept (``agent.max_wait_s``)."""
+    submitted: list[Submission] = field(default_factory=list)
+    background: anyio.abc.TaskGroup | None = None
+    """Where scorings run, apart from the call that started them (the server's lifespan
+    sets it); None: submit_patch waits for its verdict in the call itself."""
 
     @property
     def charged(self) -> int:

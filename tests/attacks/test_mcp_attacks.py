@@ -24,6 +24,8 @@ import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client, StdioServerParameters
 
+from tests._tool_sessions import until_scored
+
 from . import tally
 from .cases import CONTRACT_FILE, FIX_TOTAL, MANIFEST_FILE, PROPERTY_FILE
 from .lab import (
@@ -69,7 +71,10 @@ class McpLab:
         return value
 
     def call(self, tool: str, arguments: dict[str, Any]) -> Any:
-        return self.portal.call(lambda: self.client.call_tool(tool, self.fill(arguments)))
+        def once(tool: str, arguments: dict[str, Any]) -> Any:
+            return self.portal.call(lambda: self.client.call_tool(tool, arguments))
+
+        return until_scored(tool, once(tool, self.fill(arguments)), once)
 
     def reset_worktree(self) -> None:
         """Everything but the .git file back to the base commit's bytes."""

@@ -28,6 +28,8 @@ import git
 from anyio.from_thread import BlockingPortal
 from mcp import Client, StdioServerParameters
 
+from tests._tool_sessions import until_scored
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "orders"
 ONE_SEED = "oneseed"
@@ -264,7 +266,10 @@ class Served:
     server_pid: int
 
     def call(self, tool: str, arguments: dict[str, Any] | None = None) -> Any:
-        return self.portal.call(lambda: self.client.call_tool(tool, arguments or {}))
+        def once(tool: str, arguments: dict[str, Any]) -> Any:
+            return self.portal.call(lambda: self.client.call_tool(tool, arguments))
+
+        return until_scored(tool, once(tool, arguments or {}), once)
 
     def call_soon(self, tool: str, arguments: dict[str, Any]) -> Future[Any]:
         return self.portal.start_task_soon(lambda: self.client.call_tool(tool, arguments))
