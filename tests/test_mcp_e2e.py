@@ -589,7 +589,8 @@ def _submit_overlay(scoring: Served, name: str, base_files: dict[str, str]) -> d
     # counting the contract's schedule only (parent and patch, each seed).
     runs = [(v, t) for v, t, m in scoring.progress if m and "runs done" in m]
     assert runs[-1] == (summary["runs_total"], summary["runs_total"]) == (6.0, 6.0), runs
-    assert [v for v, _ in runs] == sorted({v for v, _ in runs})
+    assert [v for v, _ in runs] == sorted(v for v, _ in runs)
+    assert {v for v, _ in runs} == {1.0, 2.0, 3.0, 4.0, 5.0, 6.0}
     # The verdict id names a time and a commit, so it may hold any digits; everything
     # else the agent sees must carry no witness, traceback or seed.
     visible = _text(result).replace(summary["verdict_id"], "")
