@@ -128,7 +128,11 @@ def test_every_imported_distribution_is_declared() -> None:
     requirements = [*project["dependencies"]]
     for extra in project["optional-dependencies"].values():
         requirements += extra
-    declared = {re.split(r"[<>=!~\[ ;]", r, maxsplit=1)[0].lower() for r in requirements}
+
+    def canonical(name: str) -> str:  # PEP 503: pydantic_core and pydantic-core are one
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    declared = {canonical(re.split(r"[<>=!~\[ ;]", r, maxsplit=1)[0]) for r in requirements}
     distributions = packages_distributions()
     undeclared = set()
     for folder in ("package", "server", "scorer", "sandbox", "configs"):
@@ -143,7 +147,7 @@ def test_every_imported_distribution_is_declared() -> None:
                 for top in tops:
                     if top in sys.stdlib_module_names or top == "patchwarden":
                         continue
-                    names = {d.lower() for d in distributions.get(top, [top])}
+                    names = {canonical(d) for d in distributions.get(top, [top])}
                     if not names & declared:
                         undeclared.add(f"{path.relative_to(ROOT)}: {top}")
     assert sorted(undeclared) == []
