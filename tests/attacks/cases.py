@@ -133,6 +133,11 @@ class AttackCase:
     probe: str | None = None
     """A host-side check the lab runs after scoring (see lab.PROBES)."""
     honest: bool = False
+    oracle: str = "in-process"
+    """`sandbox.oracle` of the case's run. The table's older cases test the in-process layers
+    (they still guard a property that falls back, docs/design/isolated-oracle.md) and keep
+    their expectations; the isolated oracle's own cases (isolation_cases.py) say
+    `isolated`."""
     """A control case: an honest patch, not an attack."""
 
     def __post_init__(self) -> None:

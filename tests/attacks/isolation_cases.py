@@ -37,6 +37,7 @@ ISOLATION_CASES: tuple[AttackCase, ...] = (
         ),
         reject("regression", isolation="pass"),
         "isolated-oracle",
+        oracle="isolated",
     ),
     AttackCase(
         "isolation_control_flow_exception",
@@ -63,6 +64,7 @@ ISOLATION_CASES: tuple[AttackCase, ...] = (
         ),
         reject("regression", isolation="pass"),
         "isolated-oracle",
+        oracle="isolated",
     ),
     AttackCase(
         "isolation_property_module_rewritten",
@@ -83,6 +85,7 @@ ISOLATION_CASES: tuple[AttackCase, ...] = (
         ),
         reject("regression", isolation="pass"),
         "isolated-oracle",
+        oracle="isolated",
     ),
     AttackCase(
         "isolation_reads_the_oracle",
@@ -111,6 +114,7 @@ ISOLATION_CASES: tuple[AttackCase, ...] = (
         ),
         reject("regression", isolation="pass"),
         "isolated-oracle",
+        oracle="isolated",
     ),
     AttackCase(
         "isolation_builtins_rewritten",
@@ -129,5 +133,6 @@ ISOLATION_CASES: tuple[AttackCase, ...] = (
         ),
         reject("regression", isolation="pass"),
         "isolated-oracle",
+        oracle="isolated",
     ),
 )

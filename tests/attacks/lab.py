@@ -220,11 +220,15 @@ class AttackLab:
             (self.outside / rel).write_text(content)
         self._outside_snapshot = snapshot_dir(self.outside)
         limits = "".join(f"    {key}: {value}\n" for key, value in ATTACK_LIMITS.items())
-        self.config.write_text(
-            f"sandbox:\n  run_as_uid: {ATTACK_UID}\n"
-            f"scorer:\n  state_dir: {json.dumps(str(self.state))}\n"
-            f"  log_dir: {json.dumps(str(self.logs))}\n  run_limits:\n{limits}"
-        )
+        self.configs = {}
+        for oracle in ("in-process", "isolated"):
+            self.configs[oracle] = self.config.with_name(f"attack-config-{oracle}.yaml")
+            self.configs[oracle].write_text(
+                f"sandbox:\n  run_as_uid: {ATTACK_UID}\n  oracle: {oracle}\n"
+                f"scorer:\n  state_dir: {json.dumps(str(self.state))}\n"
+                f"  log_dir: {json.dumps(str(self.logs))}\n  run_limits:\n{limits}"
+            )
+        self.config = self.configs["in-process"]
         repo = git.Repo.clone_from(str(example_repo), str(self.repo_dir), no_hardlinks=True)
         with repo.config_writer() as config:
             config.set_value("core", "hooksPath", os.devnull)
@@ -287,7 +291,9 @@ class AttackLab:
             ):
                 self._keep_honest_channels()
             self.commit_case(case)
-            observation = self._run_score(case.parent, f"attack-{case.name}")
+            observation = self._run_score(
+                case.parent, f"attack-{case.name}", self.configs[case.oracle]
+            )
             if case.probe is not None:
                 observation.probe_problems = PROBES[case.probe](self, observation)
             self._observations[case.name] = observation
@@ -305,12 +311,12 @@ class AttackLab:
             seed = path.name.removeprefix("patch-seed").removesuffix(".channel.txt")
             self.honest_channels[seed] = path.read_text(encoding="utf-8")
 
-    def _run_score(self, parent: str, patch: str) -> Observation:
+    def _run_score(self, parent: str, patch: str, config: Path) -> Observation:
         argv = [
             "patchwarden",
             "score",
             "--config",
-            str(self.config),
+            str(config),
             "--repo",
             str(self.repo_dir),
             "--contract",
