@@ -50,6 +50,11 @@ You work on a repository through patchwarden, in your own git worktree at a fixe
 Read the contract first: its paths are read-only to you, and every patch you submit is scored
 by a separate scorer that runs the contract's property checks on the base and on your patch.
 
+The workflow: search for the code (search_text, list_files), read it (read_file), reproduce
+the bug with a test (write_file, run_tests), edit (edit_file, apply_patch), run the tests
+again (run_tests), submit (submit_patch), and, when the answer is pending, poll for the
+verdict (get_verdict).
+
 The tools:
 """
 _CLOSING = "\nSubmissions are limited; run the tests before you submit."
