@@ -122,7 +122,10 @@ def mcp_lab(example_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
     limits = "".join(f"    {key}: {value}\n" for key, value in ATTACK_LIMITS.items())
     config = root / "config.yaml"
     config.write_text(
-        f"sandbox:\n  run_as_uid: {ATTACK_UID}\n  limits:\n{limits}"
+        # These cases test the in-process layers (the fallback of the isolated oracle),
+        # as the score lab's older cases do; the isolated oracle's own cases are in
+        # tests/attacks/isolation_cases.py (docs/design/isolated-oracle.md).
+        f"sandbox:\n  run_as_uid: {ATTACK_UID}\n  oracle: in-process\n  limits:\n{limits}"
         f"scorer:\n  state_dir: {json.dumps(str(root / 'state' / 'scorer'))}\n"
         f"  log_dir: {json.dumps(str(root / 'logs'))}\n  run_limits:\n{limits}"
         f"agent:\n  repo: {json.dumps(str(repo))}\n  base: base\n"
