@@ -322,7 +322,8 @@ def soak_hosted(
                 done = 0
                 while done < submissions:
                     batch = min(every, submissions - done)
-                    shares = [batch // workspaces + (i < batch % workspaces)
+                    # The remainder goes round: no agent runs past its own limit.
+                    shares = [batch // workspaces + ((i - done) % workspaces < batch % workspaces)
                               for i in range(workspaces)]  # fmt: skip
                     async with anyio.create_task_group() as tg:
                         for agent, client in enumerate(clients):
