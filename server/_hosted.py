@@ -50,6 +50,7 @@ from ._app import (
     loopback_security,
     prepare,
     scorer_start,
+    scoring_in_background,
 )
 from ._audit import AuditLog
 from ._scorer_client import scorer_argv
@@ -239,7 +240,11 @@ class HostedServer:
         """The workspace's life: its MCP endpoint and set-up until it is deleted; then its
         worktree removed and its share of the pool given back."""
         try:
-            async with hosted.app.session_manager.run(), anyio.create_task_group() as tg:
+            async with (
+                hosted.app.session_manager.run(),
+                scoring_in_background(hosted.session),
+                anyio.create_task_group() as tg,
+            ):
                 tg.start_soon(
                     lambda: finish_setup(steps, hosted.readiness, failed, start_at_latest_s=0)
                 )

@@ -24,6 +24,7 @@ import anyio.abc
 
 from patchwarden.scorer.protocol import Answer, Request, Start
 
+from ._scorer_client import OnProgress
 from ._supervisor import EventSink, RestartPolicy, ScorerSupervisor
 
 
@@ -156,13 +157,20 @@ class ScorerPool:
             if not children.all:
                 children.idle.append(await self._spawn(children))
 
-    async def request(self, key: str, workspace: str, request: Request) -> Answer:
-        """The answer of a child of ``key``, once ``workspace``'s turn has come."""
+    async def request(
+        self,
+        key: str,
+        workspace: str,
+        request: Request,
+        on_progress: OnProgress | None = None,
+    ) -> Answer:
+        """The answer of a child of ``key``, once ``workspace``'s turn has come;
+        ``on_progress`` hears how far a scoring got."""
         async with self.queue.turn(workspace):
             children = self._keys[key]
             child = children.idle.pop() if children.idle else await self._spawn(children)
             try:
-                return await child.request(request)
+                return await child.request(request, on_progress)
             finally:
                 if key in self._keys:
                     children.idle.append(child)
@@ -181,5 +189,5 @@ class PooledScorer:
     key: str
     workspace: str
 
-    async def request(self, request: Request) -> Answer:
-        return await self.pool.request(self.key, self.workspace, request)
+    async def request(self, request: Request, on_progress: OnProgress | None = None) -> Answer:
+        return await self.pool.request(self.key, self.workspace, request, on_progress)
