@@ -248,3 +248,44 @@ def test_memory_exhaustion_in_the_product_fails_the_property(tree: Path) -> None
 def test_a_product_failure_the_property_swallows_is_still_a_fail(tree: Path) -> None:
     got = run(tree, "swallowed")
     assert got["swallowed"] == ("fail", "prop.swallowed|ProductExited|product", "isolated")
+
+
+def test_test_modules_on_an_import_root_run_isolated_under_import_mode_importlib(
+    tmp_path: Path,
+) -> None:
+    # The published semver's layout: pytest's pythonpath names the tests directory (so its
+    # test modules are top-level names of the layout) and --import-mode=importlib imports
+    # each test module by that name. The test module is the oracle's; the product is not.
+    root = tmp_path / "importlib"
+    (root / "tests").mkdir(parents=True)
+    for path in (root, root / "tests"):
+        path.chmod(0o755)
+    (root / "pytest.ini").write_text(
+        "[pytest]\npythonpath = . tests\naddopts = --import-mode=importlib\n"
+    )
+    (root / "calc.py").write_text("def double(x):\n    return 2 * x\n")
+    (root / "tests" / "helper.py").write_text("import calc\n\nFOUR = calc.double(2)\n")
+    (root / "tests" / "test_calc.py").write_text(
+        textwrap.dedent(
+            """
+            import calc
+            from helper import FOUR
+
+            def test_double():
+                assert type(calc).__name__ == "ProxyModule"
+                assert calc.double(3) == 6 and FOUR == 4
+            """
+        )
+    )
+    result = run_properties(
+        root,
+        [PropertyTarget("prop.double", "tests/test_calc.py::test_double")],
+        11,
+        SandboxConfig(),
+        contract_paths=["tests/test_calc.py"],
+        limits=LIMITS,
+    )
+    assert result.complete and not result.missing, result.problems
+    assert [(r.prop, r.status, r.witness, r.isolation) for r in result.records] == [
+        ("prop.double", "pass", "", "isolated")
+    ]

@@ -505,6 +505,14 @@ class ProductFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         module.__dict__["__pw_handle__"] = object.__getattribute__(handle, "_pw_id")
 
 
+def _oracle_own(name: str) -> bool:
+    """conftest (pytest's, per directory) and a top-level module or package named ``test*``
+    (a test module on an import root, as a pytest ``pythonpath`` of the tests directory
+    makes them): the oracle's code, imported by pytest itself (``--import-mode=importlib``
+    imports a test module by its name)."""
+    return name == "conftest" or name.startswith("test")
+
+
 def install_proxies(opts: dict[str, str], tree: str, spec_root: str, layout: Any) -> None:
     """Connect to the product process and put the finder first on sys.meta_path. Product
     names: the layout's packages, minus conftest (pytest's, per directory)."""
@@ -514,5 +522,5 @@ def install_proxies(opts: dict[str, str], tree: str, spec_root: str, layout: Any
         os.close(fd)
     link = _Link(req_fd, rep_fd, status_fd, float(opts.get("call-timeout", "30")))
     ISOLATION["link"] = link
-    names = [str(p) for p in layout.get("packages", []) if p != "conftest"]
+    names = [str(p) for p in layout.get("packages", []) if not _oracle_own(str(p))]
     sys.meta_path.insert(0, ProductFinder(names))
