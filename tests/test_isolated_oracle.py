@@ -263,7 +263,7 @@ def test_test_modules_on_an_import_root_run_isolated_under_import_mode_importlib
     (root / "pytest.ini").write_text(
         "[pytest]\npythonpath = . tests\naddopts = --import-mode=importlib\n"
     )
-    (root / "calc.py").write_text("def double(x):\n    return 2 * x\n")
+    (root / "calc.py").write_text("def double(x):\n    return 2 * x\n\nclass Base:\n    pass\n")
     (root / "tests" / "helper.py").write_text("import calc\n\nFOUR = calc.double(2)\n")
     (root / "tests" / "test_calc.py").write_text(
         textwrap.dedent(
@@ -274,12 +274,20 @@ def test_test_modules_on_an_import_root_run_isolated_under_import_mode_importlib
             def test_double():
                 assert type(calc).__name__ == "ProxyModule"
                 assert calc.double(3) == 6 and FOUR == 4
+
+            def test_subclass():
+                class Mine(calc.Base):
+                    pass
+                assert isinstance(Mine(), calc.Base)
             """
         )
     )
     result = run_properties(
         root,
-        [PropertyTarget("prop.double", "tests/test_calc.py::test_double")],
+        [
+            PropertyTarget("prop.double", "tests/test_calc.py::test_double"),
+            PropertyTarget("prop.subclass", "tests/test_calc.py::test_subclass"),
+        ],
         11,
         SandboxConfig(),
         contract_paths=["tests/test_calc.py"],
@@ -287,5 +295,6 @@ def test_test_modules_on_an_import_root_run_isolated_under_import_mode_importlib
     )
     assert result.complete and not result.missing, result.problems
     assert [(r.prop, r.status, r.witness, r.isolation) for r in result.records] == [
-        ("prop.double", "pass", "", "isolated")
+        ("prop.double", "pass", "", "isolated"),
+        ("prop.subclass", "pass", "", "in-process: the property subclasses a product class"),
     ]

@@ -223,6 +223,11 @@ class Handle:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return _link().request("call", [self, *args], kwargs)
 
+    def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[Any, ...]:
+        # A class statement of the oracle's own on a product class: its methods would be
+        # the oracle's code called by the product.
+        raise _refuse("the property subclasses a product class")
+
     def __repr__(self) -> str:
         try:
             return str(_op("repr", self))
