@@ -101,7 +101,7 @@ class Observation:
         return text
 
 
-OUTCOME_RANK = {"pass": 0, "review": 1, "reject": 2}
+OUTCOME_RANK = {"pass": 0, "note": 1, "review": 2, "reject": 3}
 
 
 def judge(expected: Expected, observed: Observation) -> list[str]:
