@@ -126,22 +126,30 @@ def du_kib(*paths: Path) -> int:
     return total // 1024
 
 
-SETTLE_S = 5.0
-"""How long a sample waits for the processes a request left to exit (a run being reaped
-after its answer went out): a sample counts what stays, not what is on its way out."""
+SETTLE_S = 10.0
+"""How long a sample waits for what a request left to go (a run being reaped after its
+answer went out, a closed connection's socket): a sample counts what stays, not what is on
+its way out. A leak stays, so waiting cannot hide it."""
+STEADY_S = 1.0
+"""The process tree and its descriptors unchanged this long: the sample is taken."""
+
+
+def _census(pid: int) -> tuple[list[int], int]:
+    tree = process_tree(pid)
+    return tree, sum(_fds(p) for p in tree)
 
 
 def sample(requests: int, pid: int, state: list[Path], logs: Path) -> Sample:
     deadline = time.monotonic() + SETTLE_S
-    tree, steady_since = process_tree(pid), time.monotonic()
-    while time.monotonic() < deadline and time.monotonic() - steady_since < 0.5:
+    (tree, fds), steady_since = _census(pid), time.monotonic()
+    while time.monotonic() < deadline and time.monotonic() - steady_since < STEADY_S:
         time.sleep(0.1)
-        now = process_tree(pid)
-        if len(now) != len(tree):
-            tree, steady_since = now, time.monotonic()
+        now, now_fds = _census(pid)
+        if len(now) != len(tree) or now_fds != fds:
+            tree, fds, steady_since = now, now_fds, time.monotonic()
     return Sample(
         requests=requests,
-        fds=sum(_fds(p) for p in tree),
+        fds=fds,
         processes=len(tree),
         rss_kib=sum(_rss_kib(p) for p in tree),
         state_kib=du_kib(*state),

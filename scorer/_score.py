@@ -261,6 +261,10 @@ def _run_evidence(bundle: BundleWriter, outcomes: Mapping[tuple[str, int], RunOu
         bundle.write_text(f"{stem}.stdout.txt", run.process.stdout)
         bundle.write_text(f"{stem}.stderr.txt", run.process.stderr)
         bundle.write_text(f"{stem}.channel.txt", run.channel)
+        if run.product is not None:
+            # Isolated: the product ran in a process of its own; what it printed is its own.
+            bundle.write_text(f"{stem}.product.stdout.txt", run.product.stdout)
+            bundle.write_text(f"{stem}.product.stderr.txt", run.product.stderr)
         bundle.write_json(
             f"{stem}.json",
             {
@@ -437,6 +441,9 @@ def plan_score(
     parent_sha = resolve_commit(request.repo, request.parent)
     patch_sha = resolve_commit(request.repo, request.patch)
     clone = scorer_clone(request.repo, [parent_sha, patch_sha], config)
+    # GitPython keeps `git cat-file` helpers per Repo until it is closed: a long-lived
+    # scorer (warm, hosted) would hold them between requests.
+    stack.callback(clone.close)
     trees = {
         "parent": stack.enter_context(clean_checkout(clone, parent_sha, config)),
         "patch": stack.enter_context(clean_checkout(clone, patch_sha, config)),

@@ -346,7 +346,15 @@ def test_the_bundle_marks_every_hidden_row_and_records_the_extra_seeds(
         f"{tree}-seed{seed}.{ext}"
         for tree in ("parent", "patch")
         for seed in SEEDS
-        for ext in ("json", "stdout.txt", "stderr.txt", "channel.txt")
+        for ext in (
+            "json",
+            "stdout.txt",
+            "stderr.txt",
+            "channel.txt",
+            # held-out properties run isolated: the product process's output apart
+            "product.stdout.txt",
+            "product.stderr.txt",
+        )
     )
 
 
