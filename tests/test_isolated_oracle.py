@@ -298,3 +298,131 @@ def test_test_modules_on_an_import_root_run_isolated_under_import_mode_importlib
         ("prop.double", "pass", "", "isolated"),
         ("prop.subclass", "pass", "", "in-process: the property subclasses a product class"),
     ]
+
+
+DOCUMENTED = textwrap.dedent(
+    '''
+    """Shapes."""
+    from lib import sub
+
+    UNITS = "cm"
+
+
+    def area(side):
+        """The area of a square."""
+        return side * side
+
+
+    def perimeter(side):
+        """The perimeter of a square."""
+        return 4 * side
+
+
+    def _hidden():
+        return None
+
+
+    class Square:
+        def __init__(self, side):
+            self.side = side
+
+        def grow(self):
+            """Twice as large."""
+            return Square(2 * self.side)
+    '''
+)
+INTROSPECTION = textwrap.dedent(
+    """
+    import inspect
+    import sys
+
+    import lib
+    from lib import area  # pytest unwraps every module global at collection
+
+    FUNCTIONS = inspect.getmembers(lib, inspect.isfunction)  # at collection, as semver's
+
+    def test_docstrings():
+        assert [name for name, _ in FUNCTIONS] == ["_hidden", "area", "perimeter"]
+        for name, function in FUNCTIONS:
+            assert function.__name__ == name and function.__module__ == "lib"
+            assert name.startswith("_") or function.__doc__, f"{name} has no docstring"
+
+    def test_listing():
+        assert lib.__doc__ == "Shapes." and {"area", "UNITS", "sub"} <= set(dir(lib))
+        namespace = vars(lib)
+        assert namespace["UNITS"] == "cm" and inspect.isfunction(namespace["area"])
+        assert lib.__dict__.keys() == namespace.keys()
+        assert inspect.ismodule(lib.sub) and lib.sub is sys.modules["lib.sub"]
+        assert [name for name, _ in inspect.getmembers(lib.sub, inspect.isfunction)] == ["one"]
+        square = lib.Square(3)
+        assert vars(square) == {"side": 3} and inspect.ismethod(square.grow)
+        assert square.grow.__doc__ == "Twice as large." and square.grow.__self__ == square
+        assert not inspect.isfunction(square) and not inspect.isfunction(lib.UNITS)
+
+    def test_signature():
+        assert list(inspect.signature(lib.area).parameters) == ["side"]
+
+    def test_writes_through_vars():
+        vars(lib)["area"] = None
+    """
+)
+
+
+def introspection_tree(root: Path, *, documented: bool) -> Path:
+    (root / "lib").mkdir(parents=True)
+    (root / "tests").mkdir()
+    for path in (root, root / "lib", root / "tests"):
+        path.chmod(0o755)
+    source = DOCUMENTED
+    if not documented:
+        source = source.replace('"""The perimeter of a square."""', "")
+    (root / "lib" / "__init__.py").write_text(source)
+    (root / "lib" / "sub.py").write_text("def one():\n    return 1\n")
+    (root / "tests" / "test_docs.py").write_text(INTROSPECTION)
+    return root
+
+
+def run_introspection(root: Path, *names: str) -> dict[str, tuple[str, str, str]]:
+    targets = [PropertyTarget(f"prop.{n}", f"tests/test_docs.py::test_{n}") for n in names]
+    result = run_properties(
+        root, targets, 11, SandboxConfig(), contract_paths=["tests/test_docs.py"], limits=LIMITS
+    )
+    assert result.complete and not result.forged and not result.missing, result.problems
+    return {
+        r.prop.removeprefix("prop."): (r.status, r.witness, r.isolation) for r in result.records
+    }
+
+
+def test_a_property_that_introspects_a_product_module_runs_isolated(tmp_path: Path) -> None:
+    # dir(), vars() and members' plain data come from the product process; what is not plain
+    # data (a function's code, for inspect.signature) or would patch the product is refused,
+    # so that property runs in-process and gets the real answer.
+    got = run_introspection(
+        introspection_tree(tmp_path, documented=True),
+        "docstrings",
+        "listing",
+        "signature",
+        "writes_through_vars",
+    )
+    assert got == {
+        "docstrings": ("pass", "", "isolated"),
+        "listing": ("pass", "", "isolated"),
+        "signature": (
+            "pass",
+            "",
+            "in-process: the property introspects product function lib.area (__signature__)",
+        ),
+        "writes_through_vars": (
+            "pass",
+            "",
+            "in-process: the property writes to vars(lib) (patches the product)",
+        ),
+    }
+
+
+def test_a_missing_docstring_fails_the_introspecting_property_isolated(tmp_path: Path) -> None:
+    got = run_introspection(introspection_tree(tmp_path, documented=False), "docstrings")
+    lines = INTROSPECTION.splitlines()
+    line = next(n for n, text in enumerate(lines, 1) if "has no docstring" in text)
+    witness = f"prop.docstrings|AssertionError|tests/test_docs.py:{line}"
+    assert got == {"docstrings": ("fail", witness, "isolated")}

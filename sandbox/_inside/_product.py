@@ -23,6 +23,7 @@ import os
 import random
 import sys
 import traceback
+import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -93,11 +94,26 @@ def _class_of_exception(cls: type) -> list[Any]:
     return ["xc", _handle(cls), module, cls.__qualname__, cls.__name__, bases]
 
 
+def _kind(obj: Any) -> str:
+    """What the oracle may treat the object as when it introspects it: a plain function,
+    a bound method, a module (by name), or nothing in particular."""
+    kind = type(obj)
+    if kind is types.FunctionType:
+        return "function"
+    if kind is types.MethodType:
+        return "method"
+    if kind is types.ModuleType and type(getattr(obj, "__name__", None)) is str:
+        return f"module:{obj.__name__}"
+    return ""
+
+
 def _out(obj: Any) -> Any:
     """The tagged form of an object that does not cross by value."""
     if isinstance(obj, type) and issubclass(obj, BaseException):
-        return _class_of_exception(obj)
-    return ["h", _handle(obj), type(obj).__qualname__, callable(obj)]
+        described = _class_of_exception(obj)
+        if described[0] != "bad":
+            return described  # one that does not cross as itself is a plain handle
+    return ["h", _handle(obj), type(obj).__qualname__, callable(obj), _kind(obj)]
 
 
 def _in(tagged: list[Any]) -> Any:
@@ -128,6 +144,7 @@ OPS: dict[str, Any] = {
     "contains": operator.contains, "getitem": operator.getitem, "setitem": operator.setitem,
     "delitem": operator.delitem, "reversed": reversed, "round": round, "divmod": divmod,
     "dir": lambda obj: sorted(str(name) for name in dir(obj)),
+    "vars": lambda obj: dict(vars(obj)),
     "enter": lambda obj: type(obj).__enter__(obj), "exit": _exit_context,
     "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le,
     "gt": operator.gt, "ge": operator.ge, "add": operator.add, "sub": operator.sub,
@@ -142,9 +159,11 @@ OPS: dict[str, Any] = {
 def _module_facts(module: Any) -> dict[str, Any]:
     location = getattr(module, "__file__", None)
     path = getattr(module, "__path__", None)
+    doc = getattr(module, "__doc__", None)
     return {
         "file": location if type(location) is str else None,
         "path": [p for p in path if type(p) is str] if path is not None else None,
+        "doc": doc if type(doc) is str else None,
     }
 
 

@@ -21,10 +21,12 @@ Part of the program concatenated by sandbox/_inside (``program``).
 from __future__ import annotations
 
 import builtins
+import importlib
 import importlib.abc
 import importlib.machinery
 import json
 import os
+import re
 import select
 import sys
 import threading
@@ -37,7 +39,9 @@ if TYPE_CHECKING:
 
 REPLY_MAX_BYTES = 64 * 1024 * 1024  # one reply larger than this: the product floods
 STATUS_WAIT_S = 10.0  # after the product's pipe closed, how long the host may take to say why
-ISOLATION: dict[str, Any] = {"prop": None, "refused": {}, "failed": {}, "link": None}
+ISOLATION: dict[str, Any] = {
+    "prop": None, "refused": {}, "failed": {}, "link": None, "finder": None
+}  # fmt: skip
 """The running property, the first refusal and the first product failure of each."""
 
 
@@ -185,19 +189,76 @@ def _link() -> _Link:
 
 _HANDLES: dict[int, Handle] = {}
 _EXCEPTION_CLASSES: dict[int, type[BaseException] | None] = {}
-_REMOTE_DUNDERS = frozenset({"__name__", "__qualname__", "__module__", "__doc__", "__all__"})
-_OWN = frozenset({"_pw_id", "_pw_type", "_pw_callable"})
+_REMOTE_DUNDERS = frozenset(
+    {"__name__", "__qualname__", "__module__", "__doc__", "__all__", "__wrapped__"}
+)  # fmt: skip
+_OWN = frozenset({"_pw_id", "_pw_type", "_pw_callable", "_pw_kind"})
+_SEEN_AS: dict[str, type] = {"function": types.FunctionType, "method": types.MethodType}
+"""What ``__class__`` says for a product function or bound method, so ``inspect.isfunction``
+and ``inspect.ismethod`` (and ``inspect.getmembers`` with them) answer as in-process; every
+other handle is a ``Handle``."""
+_METHOD_PARTS = frozenset({"__func__", "__self__"})
+_FUNCTION_INTERNALS = frozenset(
+    {"__code__", "__defaults__", "__kwdefaults__", "__globals__", "__closure__", "__builtins__",
+     "__annotations__", "__annotate__", "__signature__", "__text_signature__"}
+)  # fmt: skip
+"""What a function is made of beyond plain data: reading one of them (``inspect.signature``,
+``inspect.getsource``, ``typing.get_type_hints`` do) is refused, so the property runs
+in-process and gets the real answer instead of a stand-in's."""
+_IMPORTING: set[str] = set()
 
 
-def _handle(number: int, typename: str, is_callable: bool) -> Handle:
+def _handle(number: int, typename: str, is_callable: bool, kind: str = "") -> Handle:
     found = _HANDLES.get(number)
     if found is None:
         found = Handle.__new__(Handle)
         object.__setattr__(found, "_pw_id", number)
         object.__setattr__(found, "_pw_type", typename)
         object.__setattr__(found, "_pw_callable", is_callable)
+        object.__setattr__(found, "_pw_kind", kind)
         _HANDLES[number] = found
     return found
+
+
+def _label(handle: Handle) -> str:
+    """``module.qualname`` of a product object, for a refusal's text (letters, digits, dots,
+    underscores and angle brackets only: it is the product's answer)."""
+    link = ISOLATION["link"]
+    if link is None or link.dead is not None:
+        return "?"
+    try:
+        text = f"{link.request('getattr', [handle, '__module__'])}."
+        text += str(link.request("getattr", [handle, "__qualname__"]))
+    except Exception:
+        return "?"
+    return re.sub(r"[^\w.<>]", "?", text)[:120]
+
+
+class ProductNamespace(dict):  # type: ignore[type-arg]
+    """``vars()`` of a product object (a module, an instance, a class): a copy of its
+    namespace as the product held it when read, values by value or as handles. Writing to
+    it would patch the product: refused."""
+
+    __slots__ = ("_pw_owner",)
+
+    def _patch(self, *args: Any, **kwargs: Any) -> Any:
+        owner = object.__getattribute__(self, "_pw_owner")
+        raise _refuse(f"the property writes to vars({owner}) (patches the product)")
+
+    __setitem__ = __delitem__ = __ior__ = _patch
+    update = pop = popitem = clear = setdefault = _patch
+
+
+def _namespace(target: Any, owner: str) -> ProductNamespace:
+    try:
+        found = _link().request("vars", [target])
+    except TypeError:
+        raise AttributeError("__dict__") from None
+    if type(found) is not dict:
+        raise _fail(ProductUnreadable, f"vars({owner}) is not a dict")
+    namespace = ProductNamespace(found)
+    object.__setattr__(namespace, "_pw_owner", owner)
+    return namespace
 
 
 def _op(name: str, *args: Any) -> Any:
@@ -207,11 +268,21 @@ def _op(name: str, *args: Any) -> Any:
 class Handle:
     """An object that lives in the product process; every operation is a request."""
 
-    __slots__ = ("__weakref__", "_pw_callable", "_pw_id", "_pw_type")
+    __slots__ = ("__weakref__", "_pw_callable", "_pw_id", "_pw_kind", "_pw_type")
 
     def __getattribute__(self, name: str) -> Any:
-        if name in _OWN or (name[:2] == "__" and name not in _REMOTE_DUNDERS):
+        if name in _OWN:
             return object.__getattribute__(self, name)
+        if name[:2] == "__" and name not in _REMOTE_DUNDERS:
+            kind = object.__getattribute__(self, "_pw_kind")
+            if name == "__class__":
+                return _SEEN_AS.get(kind, Handle)
+            if name == "__dict__":
+                return _namespace(self, object.__getattribute__(self, "_pw_type"))
+            if kind in _SEEN_AS and name in _FUNCTION_INTERNALS:
+                raise _refuse(f"the property introspects product {kind} {_label(self)} ({name})")
+            if kind != "method" or name not in _METHOD_PARTS:
+                return object.__getattribute__(self, name)
         return _link().request("getattr", [self, name])
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -329,7 +400,7 @@ def _send(obj: Any) -> Any:
     if type(obj) is Handle:
         return ["h", object.__getattribute__(obj, "_pw_id")]
     if type(obj) is ProxyModule:
-        return ["h", obj.__dict__["__pw_handle__"]]
+        return ["h", _module_dict(obj)["__pw_handle__"]]
     number = getattr(type(obj), "__pw_handle__", None) if isinstance(obj, BaseException) else None
     if isinstance(obj, type) and "__pw_handle__" in obj.__dict__:
         return ["h", obj.__dict__["__pw_handle__"]]
@@ -347,8 +418,14 @@ def _send(obj: Any) -> Any:
 
 def _receive(tagged: list[Any]) -> Any:
     tag = tagged[0]
-    if tag == "h" and len(tagged) == 4 and type(tagged[1]) is int:
-        return _handle(tagged[1], str(tagged[2])[:200], bool(tagged[3]))
+    if tag == "h" and len(tagged) == 5 and type(tagged[1]) is int and type(tagged[4]) is str:
+        kind = tagged[4]
+        if kind.startswith("module:"):
+            module = _proxy_module(tagged[1], kind.removeprefix("module:"))
+            if module is not None:
+                return module
+            kind = ""
+        return _handle(tagged[1], str(tagged[2])[:200], bool(tagged[3]), kind)
     if tag in ("bx", "sx", "xc", "bad"):
         cls = _exception_class(tagged)
         if cls is None:
@@ -453,20 +530,39 @@ _MODULE_OWN = frozenset(
 )  # fmt: skip
 
 
+_module_dict: Any = vars(types.ModuleType)["__dict__"].__get__
+"""The proxy module's own namespace (the import system's entries): ``__dict__`` on a proxy
+module is the product module's."""
+
+
 class ProxyModule(types.ModuleType):
-    """A product module as the oracle sees it: every attribute is read from the product."""
+    """A product module as the oracle sees it: every attribute is read from the product, and
+    so are ``dir()`` and ``vars()`` (its ``__doc__`` is the product's, read at import)."""
+
+    def _pw_module(self) -> Handle:
+        number = _module_dict(self).get("__pw_handle__")
+        if number is None:
+            raise AttributeError("__pw_handle__")
+        return _handle(number, "module", False)
 
     def __getattr__(self, name: str) -> Any:
         if name[:2] == "__" and name not in _REMOTE_DUNDERS:
             raise AttributeError(name)
-        number = self.__dict__.get("__pw_handle__")
-        if number is None:
-            raise AttributeError(name)
-        return _link().request("getattr", [_handle(number, "module", False), name])
+        return _link().request("getattr", [self._pw_module(), name])
+
+    def __dir__(self) -> list[str]:
+        names = _link().request("dir", [self._pw_module()])
+        if type(names) is not list or any(type(n) is not str for n in names):
+            raise _fail(ProductUnreadable, f"dir({self.__name__}) is not a list of names")
+        return names
+
+    @property
+    def __dict__(self) -> ProductNamespace:  # type: ignore[override]
+        return _namespace(self._pw_module(), self.__name__)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in _MODULE_OWN or type(value) is ProxyModule:
-            self.__dict__[name] = value  # the import system's own bookkeeping
+            _module_dict(self)[name] = value  # the import system's own bookkeeping
             return
         raise _refuse(f"the property sets {self.__name__}.{name} (patches the product)")
 
@@ -488,7 +584,11 @@ class ProductFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if not self.owns(name):
             return None
         link = _link()
-        module = link.request("import", [name])
+        _IMPORTING.add(name)
+        try:
+            module = link.request("import", [name])
+        finally:
+            _IMPORTING.discard(name)
         facts = link.last_facts or {}
         if type(module) is not Handle:
             raise _fail(ProductUnreadable, f"the product's {name} is not a module")
@@ -506,8 +606,28 @@ class ProductFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return ProxyModule(spec.name)
 
     def exec_module(self, module: Any) -> None:
-        handle, _facts = self.facts.pop(module.__name__)
-        module.__dict__["__pw_handle__"] = object.__getattribute__(handle, "_pw_id")
+        handle, facts = self.facts.pop(module.__name__)
+        own = _module_dict(module)
+        own["__pw_handle__"] = object.__getattribute__(handle, "_pw_id")
+        own["__doc__"] = facts.get("doc") if type(facts.get("doc")) is str else None
+
+
+def _proxy_module(number: int, name: str) -> ProxyModule | None:
+    """The proxy of a product module the product handed out (``pkg.sub``, a module in a
+    namespace), imported now if the oracle has not yet; None: not a module of the product
+    (a standard-library module stays a handle), or not the module of that name."""
+    finder = ISOLATION["finder"]
+    if finder is None or not finder.owns(name) or name in _IMPORTING:
+        return None
+    module = sys.modules.get(name)
+    if type(module) is not ProxyModule:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            return None
+    if type(module) is ProxyModule and _module_dict(module).get("__pw_handle__") == number:
+        return module
+    return None
 
 
 def _oracle_own(name: str) -> bool:
@@ -528,4 +648,5 @@ def install_proxies(opts: dict[str, str], tree: str, spec_root: str, layout: Any
     link = _Link(req_fd, rep_fd, status_fd, float(opts.get("call-timeout", "30")))
     ISOLATION["link"] = link
     names = [str(p) for p in layout.get("packages", []) if not _oracle_own(str(p))]
-    sys.meta_path.insert(0, ProductFinder(names))
+    ISOLATION["finder"] = ProductFinder(names)
+    sys.meta_path.insert(0, ISOLATION["finder"])
