@@ -7,7 +7,9 @@ stdio with the SDK client the way an MCP client does (``StdioServerParameters``,
 same interpreter):
 
 - ``minimal``: an ``MCPServer`` with one tool and nothing else (the baseline);
-- ``serve``: ``patchwarden serve`` on the example.
+- ``serve``: ``patchwarden serve`` on the example;
+- ``serve-no-front``: the same with ``PATCHWARDEN_FRONT=0``, without the stdio front that
+  answers discovery while the SDK loads (server/_front.py).
 
 Each is timed from the spawn to the answer of ``tools/list``, with the CPU seconds the
 server process had used by then (read from /proc: on a shared machine the wall time
@@ -51,7 +53,7 @@ def add(a: int, b: int) -> int:
 
 app.run()
 '''
-WAYS = ("minimal", "serve")
+WAYS = ("minimal", "serve", "serve-no-front")
 
 
 def server_cpu_s() -> float:
@@ -94,18 +96,21 @@ def measure(workdir: Path, rounds: int) -> dict[str, list[tuple[float, float]]]:
     params: dict[str, Any] = {
         "minimal": minimal_parameters(workdir),
         "serve": server_parameters(config, env, workdir / "demo"),
+        # The same without the stdio front (server/_front.py): the SDK answers once loaded.
+        "serve-no-front": server_parameters(
+            config, {**env, "PATCHWARDEN_FRONT": "0"}, workdir / "demo"
+        ),
     }
     times: dict[str, list[tuple[float, float]]] = {way: [] for way in WAYS}
     for number in range(rounds + 1):  # round 0 warms the page cache and is not counted
         order = WAYS if number % 2 else tuple(reversed(WAYS))
         row = {way: anyio.run(time_to_tools, params[way]) for way in order}
         if number:
-            times["minimal"].append(row["minimal"])
-            times["serve"].append(row["serve"])
+            for way in WAYS:
+                times[way].append(row[way])
             print(
-                f"round {number}: minimal {row['minimal'][0]:.3f} s "
-                f"(cpu {row['minimal'][1]:.2f} s), serve {row['serve'][0]:.3f} s "
-                f"(cpu {row['serve'][1]:.2f} s)",
+                f"round {number}: "
+                + ", ".join(f"{w} {row[w][0]:.3f} s (cpu {row[w][1]:.2f} s)" for w in WAYS),
                 flush=True,
             )
     return times
@@ -120,12 +125,13 @@ def main() -> None:
         times = measure(options.workdir or Path(scratch), options.rounds)
     wall = {way: statistics.median(t for t, _ in times[way]) for way in WAYS}
     cpu = {way: statistics.median(c for _, c in times[way]) for way in WAYS}
-    print(f"median wall: minimal {wall['minimal']:.3f} s, serve {wall['serve']:.3f} s")
-    print(f"median cpu: minimal {cpu['minimal']:.2f} s, serve {cpu['serve']:.2f} s")
-    print(
-        f"ratio serve/minimal: wall {wall['serve'] / wall['minimal']:.2f}, "
-        f"cpu {cpu['serve'] / cpu['minimal']:.2f}"
-    )
+    print("median wall: " + ", ".join(f"{w} {wall[w]:.3f} s" for w in WAYS))
+    print("median cpu: " + ", ".join(f"{w} {cpu[w]:.2f} s" for w in WAYS))
+    for way in WAYS[1:]:
+        print(
+            f"ratio {way}/minimal: wall {wall[way] / wall['minimal']:.2f}, "
+            f"cpu {cpu[way] / cpu['minimal']:.2f}"
+        )
 
 
 if __name__ == "__main__":

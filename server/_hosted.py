@@ -41,18 +41,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from patchwarden._errors import PatchwardenError, one_line
 from patchwarden.sandbox import ConfigError
 
-from ._app import (
-    ServeOptions,
-    Setup,
-    _session,
-    build_app,
-    finish_setup_checks,
-    loopback_security,
-    prepare,
-    scorer_start,
-    scoring_in_background,
-)
+from ._app import _session, build_app, loopback_security, scoring_in_background
 from ._audit import AuditLog
+from ._prepare import ServeOptions, Setup, finish_setup_checks, prepare, scorer_start
 from ._scorer_client import scorer_argv
 from ._scorer_pool import PooledScorer, ScorerPool, default_slots
 from ._startup import Readiness, SetupStep, finish_setup, say

@@ -17,7 +17,8 @@ from patchwarden._documents import parse_document, validate_document
 from patchwarden.sandbox import ConfigError, SandboxConfig
 from patchwarden.scorer import ScorerConfig
 
-from .tools._session import DEFAULT_MAX_WAIT_S
+DEFAULT_MAX_WAIT_S = 300.0
+"""``agent.max_wait_s`` unless the operator sets it."""
 
 
 class AgentConfig(BaseModel):

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from pathlib import Path
 
 import anyio
 import click
 
+from .._front import Front, load_answers
 from ._base import OneLineCommand, config_option
 from ._oneline import OneLineUsageError
 
@@ -76,19 +78,35 @@ def serve_cmd(
         return
     if operator_token_file or scorer_slots:
         raise OneLineUsageError("serve: --operator-token-file and --scorer-slots need --hosted")
-    from .._app import ServeOptions, run_serve
+    from .._prepare import ServeOptions, prepare
+
+    options = ServeOptions(
+        config_path=config_path,
+        repo=repo,
+        base=base,
+        contract=contract,
+        log_dir=log_dir,
+        transport="http" if transport == "http" else "stdio",
+    )
+    setup = prepare(options)  # a bad set-up is one line and exit 2, before anything is served
+    front = start_front() if options.transport == "stdio" else None
+    from .._app import run_serve  # the MCP SDK: seconds, while the front answers discovery
 
     with contextlib.suppress(KeyboardInterrupt):
-        run_serve(
-            ServeOptions(
-                config_path=config_path,
-                repo=repo,
-                base=base,
-                contract=contract,
-                log_dir=log_dir,
-                transport="http" if transport == "http" else "stdio",
-            )
-        )
+        run_serve(setup, options.transport, front)
+
+
+def start_front() -> Front | None:
+    """The stdio front (server/_front.py), unless its answers are missing or
+    ``PATCHWARDEN_FRONT=0`` (how server/_discovery.py records the SDK's own answers)."""
+    if os.environ.get("PATCHWARDEN_FRONT") == "0":
+        return None
+    answers = load_answers()
+    if answers is None:
+        return None
+    front = Front(answers)
+    front.start()
+    return front
 
 
 @click.command("demo", cls=OneLineCommand)

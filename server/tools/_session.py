@@ -16,8 +16,7 @@ from patchwarden.scorer.protocol import Answer, Request, RunsDone, VerdictSummar
 from .._paths import PathPolicy
 from .._scorer_client import OnProgress
 from .._workspace import Workspace
-
-DEFAULT_MAX_WAIT_S = 300.0
+from ..config import DEFAULT_MAX_WAIT_S
 
 
 class Scorer(Protocol):
