@@ -104,6 +104,32 @@ def test_the_forgery_family_covers_issue_11() -> None:
     }
 
 
+def test_the_isolated_oracle_family_covers_every_way_product_code_reaches_the_oracle() -> None:
+    isolated = [case for case in ATTACKS if case.attack_class == "isolated-oracle"]
+    names = {case.name for case in isolated}
+    for part in (
+        "hypothesis_engine",
+        "control_flow_exception",
+        "property_module_rewritten",
+        "builtins_rewritten",
+        "name_injected_before_snapshot",
+        "reads_the_oracle",
+        "payload_in_data_file",
+        "test_frame_traceback",
+        "test_frame_inspect",
+        "test_frame_logging",
+        "test_frame_warnings",
+        "currently_in_test_context",
+        "tell_argv_and_flags",
+        "tell_loaded_modules",
+        "tell_environment_and_canaries",
+    ):
+        assert any(part in name for name in names), part
+    for case in isolated:  # stopped by the boundary: run isolated, and no property fell back
+        assert case.oracle == "isolated" and case.layer == "isolated-oracle", case.name
+        assert case.expected.findings.get("isolation") == "pass", case.name
+
+
 def test_attacks_never_expect_accept_and_controls_do() -> None:
     for case in ATTACKS:
         assert case.expected.decision in ("reject", "propose_freeze", None), case.name
