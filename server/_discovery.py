@@ -5,7 +5,8 @@
 Starts ``serve`` on the bundled example with the front off (``PATCHWARDEN_FRONT=0``) and
 asks it what a client asks first, over raw JSON-RPC lines: ``server/discover`` and
 ``tools/list`` of the stateless protocol; ``initialize`` (each handshake version the SDK
-supports) and ``tools/list`` of the handshake. Writes ``server/_discovery.json``, or with
+supports) and ``tools/list`` of the handshake. Writes ``server/_discovery.json`` with the
+fingerprint of the code it was recorded from (server/_front.py ``fingerprint``), or with
 ``--check`` exits 1 when the file differs from what the server answers now. Nothing here is
 imported by ``serve``.
 """
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ._demo import build_demo, server_parameters
-from ._front import ANSWERS_FILE
+from ._front import ANSWERS_FILE, fingerprint
 
 CLIENT_INFO = {"name": "patchwarden-discovery", "version": "0"}
 
@@ -108,6 +109,7 @@ def record(params: Any, handshakes: Sequence[str] | None = None) -> dict[str, An
         if answers[1] != {**template, "protocolVersion": version} or answers[2] != latest[2]:
             raise SystemExit(f"the handshake at {version} answers differently: record it apart")
     return {
+        "fingerprint": fingerprint(),
         "stateless": {"version": stateless, "discover": modern[1], "tools": modern[2]},
         "handshake": {
             "versions": list(HANDSHAKE_PROTOCOL_VERSIONS),

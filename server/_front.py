@@ -19,6 +19,7 @@ library.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import select
@@ -32,13 +33,42 @@ DRAIN_IDLE_S = 0.2
 """On close, the SDK's last lines are passed on until its pipe has been quiet this long."""
 
 
+SOURCES = ("_app.py", "tools")
+"""What the answers are made of, besides the SDK: the server's set-up and its tools."""
+
+
+def fingerprint() -> str:
+    """A digest of what the recorded answers depend on: the sources in ``SOURCES`` and the
+    versions of patchwarden and the SDK. A recording made from other code is not used."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    digest = hashlib.sha256()
+    here = Path(__file__).parent
+    files = []
+    for name in SOURCES:
+        path = here / name
+        files += sorted(path.glob("*.py")) if path.is_dir() else [path]
+    for path in files:
+        digest.update(f"{path.relative_to(here)}\0".encode())
+        digest.update(path.read_bytes())
+    for distribution in ("patchwarden", "mcp", "mcp-types"):
+        try:
+            digest.update(f"{distribution}={version(distribution)}\0".encode())
+        except PackageNotFoundError:
+            digest.update(f"{distribution}=?\0".encode())
+    return digest.hexdigest()
+
+
 def load_answers(path: Path = ANSWERS_FILE) -> dict[str, Any] | None:
-    """The recorded answers, or None (no front) when the file is missing or unreadable."""
+    """The recorded answers, or None (no front) when the file is missing, unreadable or
+    recorded from other code (its fingerprint differs): then the SDK answers everything."""
     try:
         answers = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return answers if isinstance(answers, dict) else None
+    if not isinstance(answers, dict) or answers.get("fingerprint") != fingerprint():
+        return None
+    return answers
 
 
 class Front:

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from patchwarden.server._front import ANSWERS_FILE, Front, load_answers
+from patchwarden.server._front import ANSWERS_FILE, Front, fingerprint, load_answers
 
-ANSWERS = load_answers()
-assert ANSWERS is not None, f"{ANSWERS_FILE} is missing or unreadable"
+ANSWERS: dict[str, Any] = json.loads(ANSWERS_FILE.read_text(encoding="utf-8"))
+STALE = f"{ANSWERS_FILE} is stale: run python -m patchwarden.server._discovery"
 STATELESS = ANSWERS["stateless"]["version"]
 META = {"_meta": {"io.modelcontextprotocol/protocolVersion": STATELESS}}
 
@@ -67,7 +67,7 @@ def _read_line(fd: int, timeout_s: float) -> dict[str, Any] | None:
 def wire() -> Iterator[Wire]:
     client_to_server_r, client_w = os.pipe()
     client_r, server_to_client_w = os.pipe()
-    front = Front(ANSWERS)  # type: ignore[arg-type]
+    front = Front(ANSWERS)
     # The front takes the server's stdin/stdout descriptors; the SDK then reads and writes
     # the same numbers, now the front's pipes.
     front.start(stdin_fd=client_to_server_r, stdout_fd=server_to_client_w)
@@ -84,7 +84,7 @@ def test_discovery_is_answered_at_once_and_the_sdk_still_sees_it(wire: Wire) -> 
     assert wire.client_reads() == {
         "jsonrpc": "2.0",
         "id": 1,
-        "result": ANSWERS["stateless"]["discover"],  # type: ignore[index]
+        "result": ANSWERS["stateless"]["discover"],
     }
     assert wire.sdk_reads() == discover  # passed on unchanged
     wire.sdk_sends({"jsonrpc": "2.0", "id": 1, "result": {"late": True}})  # dropped
@@ -120,7 +120,7 @@ def test_once_the_sdk_serves_the_front_answers_nothing(wire: Wire) -> None:
 
 
 def test_the_handshake_is_answered_in_the_version_asked(wire: Wire) -> None:
-    version = ANSWERS["handshake"]["versions"][0]  # type: ignore[index]
+    version = ANSWERS["handshake"]["versions"][0]
     init = {
         "jsonrpc": "2.0",
         "id": 0,
@@ -196,15 +196,31 @@ def test_the_client_leaving_ends_the_sdks_input_and_its_last_lines_go_out(wire: 
     assert wire.client_reads() == {"jsonrpc": "2.0", "id": 9, "result": {"last": True}}
 
 
+def test_the_recording_is_of_this_code() -> None:
+    assert ANSWERS["fingerprint"] == fingerprint(), STALE
+    assert load_answers() == ANSWERS
+
+
+def test_a_recording_of_other_code_is_not_used(tmp_path: Path) -> None:
+    """A tool changed and the file not rewritten: no front (the SDK answers), not the old
+    tool list."""
+    other = tmp_path / "answers.json"
+    other.write_text(json.dumps({**ANSWERS, "fingerprint": "0" * 64}))
+    assert load_answers(other) is None
+    other.write_text("{not json")
+    assert load_answers(other) is None
+    assert load_answers(tmp_path / "missing.json") is None
+
+
 @pytest.mark.bwrap
 def test_the_recorded_answers_are_what_serve_answers(tmp_path: Path) -> None:
     from patchwarden.server._demo import build_demo, server_parameters
     from patchwarden.server._discovery import record
 
     _, config, env = build_demo(tmp_path / "demo")
-    latest = ANSWERS["handshake"]["versions"][-1]  # type: ignore[index]
+    latest = ANSWERS["handshake"]["versions"][-1]
     now = record(server_parameters(config, env, tmp_path / "demo"), handshakes=[latest])
-    stale = f"{ANSWERS_FILE} is stale: run python -m patchwarden.server._discovery"
-    assert now["stateless"] == ANSWERS["stateless"], stale
-    assert now["handshake"]["initialize"] == ANSWERS["handshake"]["initialize"], stale  # type: ignore[index]
-    assert now["handshake"]["tools"] == ANSWERS["handshake"]["tools"], stale  # type: ignore[index]
+    assert now["fingerprint"] == ANSWERS["fingerprint"], STALE
+    assert now["stateless"] == ANSWERS["stateless"], STALE
+    assert now["handshake"]["initialize"] == ANSWERS["handshake"]["initialize"], STALE
+    assert now["handshake"]["tools"] == ANSWERS["handshake"]["tools"], STALE
