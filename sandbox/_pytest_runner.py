@@ -100,6 +100,10 @@ class TestOutcome:
     outcome: str
     duration_s: float
     text: str
+    """pytest's report of a failure, bounded (empty for a pass)."""
+    summary: str = ""
+    """The failure as the agent reads it first: the frames in the tree, the exception line,
+    Hypothesis' failing example (sandbox/_inside/_failures.py)."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,8 @@ class AgentRun:
     complete: bool
     process: ProcessResult
     problems: list[str] = field(default_factory=list)
+    collection_errors: list[TestOutcome] = field(default_factory=list)
+    """Test modules that failed to import (node id of the module, outcome ``error``)."""
 
 
 def _interpreter(config: SandboxConfig) -> str:
@@ -498,9 +504,27 @@ def run_agent_tests(
             outcome=str(o.get("outcome", "")),
             duration_s=float(o.get("duration_s") or 0.0),
             text=str(o.get("text", "")),
+            summary=str(o.get("summary", "")),
         )
         for o in objects
         if "test" in o
     ]
+    collection_errors = [
+        TestOutcome(
+            node_id=str(o["collection"]),
+            outcome="error",
+            duration_s=0.0,
+            text=str(o.get("text", "")),
+            summary=str(o.get("summary", "")),
+        )
+        for o in objects
+        if "collection" in o
+    ]
     complete = any(o.get(SENTINEL) is True for o in objects)
-    return AgentRun(outcomes=outcomes, complete=complete, process=process, problems=problems)
+    return AgentRun(
+        outcomes=outcomes,
+        complete=complete,
+        process=process,
+        problems=problems,
+        collection_errors=collection_errors,
+    )

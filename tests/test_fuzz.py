@@ -515,6 +515,7 @@ HINTS: dict[str, st.SearchStrategy[Any]] = {
     "end_line": st.integers(min_value=1, max_value=6),
     "keyword": st.sampled_from(["test_a", "not test_a", "(", "a and"]),
     "timeout_s": st.floats(min_value=0.5, max_value=30),
+    "detail": st.sampled_from(["short", "long", "full"]),
     "test_id": st.sampled_from(["tests/test_unit.py::test_a", "tests/test_unit.py"]),
     "message": st.text(min_size=1, max_size=30),
     "reason": st.text(min_size=1, max_size=30),

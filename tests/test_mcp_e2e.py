@@ -194,7 +194,12 @@ def test_tools_have_the_documented_names_schemas_and_annotations(agent: Served) 
         assert hints is not None
         assert hints.read_only_hint is (name in READ_ONLY_TOOLS), name
         assert hints.open_world_hint is False, name
-    assert set(tools["run_tests"].input_schema["properties"]) == {"tests", "keyword", "timeout_s"}
+    assert set(tools["run_tests"].input_schema["properties"]) == {
+        "tests",
+        "keyword",
+        "timeout_s",
+        "detail",
+    }
     assert set(tools["read_file"].input_schema["properties"]) == {"path", "start_line", "end_line"}
     assert set(tools["list_files"].input_schema["properties"]) == {"path", "pattern"}
     assert set(tools["submit_patch"].output_schema["properties"]) == SUMMARY_KEYS

@@ -13,6 +13,7 @@ from patchwarden.sandbox import TEST_MACHINERY
 from patchwarden.sandbox._inside import ORACLE, program
 from patchwarden.sandbox._pytest_runner import SENTINEL
 from patchwarden.scorer.checks._suspicious import RUNNER_STRINGS
+from patchwarden.server.tools._run_tests import FAILURE_TEXT_CHARS
 
 PROGRAM_TEXT = program(ORACLE)
 
@@ -37,3 +38,9 @@ def test_the_end_of_output_sentinel_is_the_one_the_host_reads() -> None:
 
 def test_the_machinery_imported_first_is_the_host_side_list() -> None:
     assert program_constant("MACHINERY") == TEST_MACHINERY
+
+
+def test_each_failure_form_is_built_in_the_bound_the_tool_shows() -> None:
+    # The runner fits each form in its bound (sandbox/_inside/_failures.py); a larger bound
+    # there would leave the tool to cut blindly.
+    assert program_constant("AGENT_TEXT_CHARS") == FAILURE_TEXT_CHARS == 2000

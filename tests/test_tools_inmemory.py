@@ -7,6 +7,10 @@ tests/test_mcp_e2e.py and tests/test_server_scorer.py.
 from __future__ import annotations
 
 import json
+import os
+import re
+import sysconfig
+import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -174,3 +178,76 @@ def test_get_contract_and_audit_log(harness: Harness) -> None:
     assert CONTRACT in info["read_only_paths"]
     lines = [json.loads(line) for line in (harness.audit / "audit.jsonl").read_text().splitlines()]
     assert [entry["tool"] for entry in lines] == ["get_contract"]
+
+
+SKU_PATTERN = """\
+import re
+
+
+def sku_pattern(text):
+    return re.compile(text)
+"""
+SKU_TEST = """\
+from orders.sku import sku_pattern
+
+
+def test_sku_pattern():
+    assert sku_pattern("(")
+"""
+
+
+def _stdlib_fold_of_re_compile() -> str:
+    """The fold line for ``re.compile("(")``'s frames, read here with the traceback module
+    (the sandbox runs this interpreter)."""
+    try:
+        re.compile("(")
+    except re.error as exc:
+        frames = traceback.extract_tb(exc.__traceback__)[1:]
+    stdlib = sysconfig.get_paths()["stdlib"]
+    first, last = (
+        f"{os.path.relpath(f.filename, stdlib)}:{f.lineno}" for f in (frames[0], frames[-1])
+    )
+    return f"  ... {len(frames)} frames in the standard library ({first} to {last})"
+
+
+@pytest.mark.bwrap
+def test_run_tests_leads_each_failure_with_the_worktrees_frames(harness: Harness) -> None:
+    harness.call("write_file", {"path": "orders/sku.py", "content": SKU_PATTERN})
+    harness.call("write_file", {"path": "tests/test_sku.py", "content": SKU_TEST})
+    run = harness.call("run_tests", {"tests": ["tests/test_sku.py"]}).structured_content
+    assert run["counts"] == {"failed": 1} and run["complete"], run
+    assert run["tests"][0]["failure_text"].splitlines() == [
+        "tests/test_sku.py:5 in test_sku_pattern",
+        '    assert sku_pattern("(")',
+        "orders/sku.py:5 in sku_pattern",
+        "    return re.compile(text)",
+        _stdlib_fold_of_re_compile(),
+        "re.error: missing ), unterminated subpattern at position 0",
+    ]
+    # The long form: pytest's report, the standard library's entries folded to fit.
+    long = harness.call("run_tests", {"tests": ["tests/test_sku.py"], "detail": "long"})
+    lines = long.structured_content["tests"][0]["failure_text"].splitlines()
+    # (pytest's default style: the test function's entry long, the middle ones short)
+    assert lines[:2] == ["    def test_sku_pattern():", '>       assert sku_pattern("(")']
+    assert lines[-5:-1] == [
+        "orders/sku.py:5: in sku_pattern",
+        "    return re.compile(text)",
+        "           ^^^^^^^^^^^^^^^^",
+        _stdlib_fold_of_re_compile(),
+    ]
+    assert lines[-1].split(None, 1) == [
+        "E",
+        "re.error: missing ), unterminated subpattern at position 0",
+    ]
+    # A test module that does not import: the module is the entry, its line leads.
+    harness.call(
+        "write_file", {"path": "tests/test_sku.py", "content": "from orders.sku import sku\n"}
+    )
+    run = harness.call("run_tests", {"tests": ["tests/test_sku.py"]}).structured_content
+    assert run["counts"] == {"error": 1} and run["exit_code"] == 2, run
+    (entry,) = run["tests"]
+    assert (entry["node_id"], entry["outcome"]) == ("tests/test_sku.py", "error")
+    lines = entry["failure_text"].splitlines()
+    assert lines[:2] == ["tests/test_sku.py:1 in <module>", "    from orders.sku import sku"]
+    assert lines[2].startswith("ImportError: cannot import name 'sku' from 'orders.sku' (")
+    assert len(lines) == 3

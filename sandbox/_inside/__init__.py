@@ -6,9 +6,10 @@ and it never imports patchwarden (docs/design/runner.md). The parts are separate
 each can be read, and type-checked, on its own; a part sees the names the parts before it
 define (its ``TYPE_CHECKING`` imports say which), exactly as one script would.
 
-- ``ORACLE``: the trusted runner (bootstrap, the tamper and provenance checks, the pytest
-  plugin, the session, the signer, the audit hook, the top-level start), and in isolated
-  scorer runs the wire and the proxies of the product's modules;
+- ``ORACLE``: the trusted runner (bootstrap, the tamper and provenance checks, the agent's
+  failure summaries, the pytest plugin, the session, the signer, the audit hook, the
+  top-level start), and in isolated scorer runs the wire and the proxies of the product's
+  modules;
 - ``PRODUCT``: the product process of an isolated scorer run.
 """
 
@@ -20,8 +21,8 @@ HERE = Path(__file__).parent
 FUTURE = "from __future__ import annotations"
 
 ORACLE = (
-    "_paths", "_boot", "_guard", "_wire", "_proxy", "_plugin", "_session", "_signer", "_audit",
-    "_start",
+    "_paths", "_boot", "_guard", "_wire", "_proxy", "_failures", "_plugin", "_session", "_signer",
+    "_audit", "_start",
 )  # fmt: skip
 """The runner's parts in program order; ``_start`` runs it and must come last."""
 

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
 SENTINEL = "__patchwarden_sentinel__"  # = _pytest_runner.SENTINEL (tests/test_reporter.py)
 MACHINERY = ("pytest", "_pytest", "pluggy", "hypothesis")  # = _layout.TEST_MACHINERY
-AGENT_TEXT_CHARS = 4000  # enough of a traceback to act on, bounded per test
+AGENT_TEXT_CHARS = 2000  # per failure and form: = FAILURE_TEXT_CHARS of the run_tests tool
 SECRET_KEY_BYTES = 32  # the HMAC key comes first on the secret descriptor, then b"\n" + JSON
 SIGNER_START_S = 30.0  # the signer reads a few hundred bytes; this only bounds a broken start
 PARK_TIMEOUT_S = 60.0  # the signer ends the process in milliseconds; past this it is gone

@@ -17,7 +17,8 @@ import pytest
 if TYPE_CHECKING:
     from hypothesis import settings
 
-    from ._boot import AGENT_TEXT_CHARS, MODE, SEED, SENTINEL, TARGETS
+    from ._boot import AGENT_TEXT_CHARS, MODE, SEED, SENTINEL, TARGETS, TREE
+    from ._failures import fit_report, summarise_failure
     from ._guard import (
         _MISSING,
         _assertion_id,
@@ -48,6 +49,7 @@ class Reporter:
         self.raised = {}  # prop -> witness of what the test function itself raised
         self.seen_tampered = set()
         self.module_globals = {}  # property module name -> (module, {global: value})
+        self.summaries = {}  # agent: (node id, when) -> the failure's summary (_failures)
 
     def pytest_addoption(self, parser):
         # pytest's unittest support asks for --pdb and --trace on every TestCase item
@@ -170,6 +172,13 @@ class Reporter:
     def pytest_runtest_makereport(self, item, call):
         report = yield
         if MODE == "agent":
+            if report.failed:
+                # Built here, where the exception and its frames still are.
+                exc = call.excinfo.value if call.excinfo is not None else None
+                # A missing fixture is pytest's complaint, no frame of the tree's: its
+                # report (the fixtures there are) says more.
+                if exc is not None and not isinstance(exc, pytest.FixtureLookupError):
+                    self.summaries[(report.nodeid, report.when)] = _summary(exc, report)
             return report
         prop = self._prop_of(item)
         if prop is None:
@@ -233,14 +242,32 @@ class Reporter:
                 outcome = "xfailed" if report.skipped else "xpassed"
             elif report.when != "call" and report.failed:
                 outcome = "error"
+            summary = self.summaries.pop((report.nodeid, report.when), "")
             previous = self.outcomes.get(report.nodeid)
             if previous is None or previous[0] == "passed":
-                text = report.longreprtext[-AGENT_TEXT_CHARS:] if report.failed else ""
-                self.outcomes[report.nodeid] = (outcome, text, round(report.duration, 6))
+                text = _report_text(report) if report.failed else ""
+                record = (outcome, text, summary or text, round(report.duration, 6))
+                self.outcomes[report.nodeid] = record
+
+    def pytest_exception_interact(self, node, call, report):
+        # For a collector pytest calls this hook, with the exception, before it reports;
+        # a failed test's summary was made with its report.
+        if MODE == "agent" and report.when == "collect" and call.excinfo is not None:
+            exc = _collection_exception(call.excinfo.value)
+            if exc is not None:
+                self.summaries[(report.nodeid, "collect")] = _summary(exc, report)
+
+    def pytest_collectreport(self, report):
+        if MODE != "agent" or not report.failed:
+            return
+        summary = self.summaries.pop((report.nodeid, "collect"), "")
+        text = _report_text(report)
+        _emit({"collection": report.nodeid, "text": text, "summary": summary or text})
 
     def _emit_agent(self, nodeid):
-        outcome, text, duration = self.outcomes.pop(nodeid)
-        _emit({"test": nodeid, "outcome": outcome, "text": text, "duration_s": duration})
+        outcome, text, summary, duration = self.outcomes.pop(nodeid)
+        record = {"test": nodeid, "outcome": outcome, "text": text, "summary": summary}
+        _emit({**record, "duration_s": duration})
 
     def pytest_sessionfinish(self, session, exitstatus):
         if MODE != "agent":
@@ -276,6 +303,36 @@ class Reporter:
         self._note_tampered("at the end")
         shadowed = _machinery_shadowed() + self.tampered
         return {"rows": rows, "end": {"exitstatus": int(exitstatus), "shadowed": shadowed}}
+
+
+def _report_text(report):
+    """pytest's report of a failure, in the agent's bound (``fit_report``)."""
+    return fit_report(report.longrepr, report.longreprtext, TREE, AGENT_TEXT_CHARS)
+
+
+def _summary(exc, report):
+    """The failure's summary (``summarise_failure``). The exception is the tree's code's: one
+    whose notes or message cannot be read leaves pytest's report, saying why."""
+    try:
+        return summarise_failure(exc, TREE, AGENT_TEXT_CHARS)
+    except Exception as error:
+        why = f"[no summary: {type(error).__name__} while reading the exception]"
+        room = AGENT_TEXT_CHARS - len(why) - 1
+        return f"{why}\n{fit_report(report.longrepr, report.longreprtext, TREE, room)}"
+
+
+def _collection_exception(exc):
+    """The exception a test module failed to import with: pytest wraps an ImportError or a
+    SyntaxError in a CollectError whose cause it is. None for pytest's own complaints (its
+    message says it all)."""
+    if not isinstance(exc, pytest.Collector.CollectError):
+        return exc
+    cause = exc.__cause__
+    if isinstance(cause, SyntaxError | ImportError) and not type(cause).__module__.startswith(
+        "_pytest"
+    ):
+        return cause
+    return None
 
 
 def _isolation_of(prop):

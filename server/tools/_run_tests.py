@@ -6,19 +6,25 @@ import re
 import threading
 import time
 from collections import Counter
-from typing import Annotated
+from typing import Annotated, Literal
 
 import anyio
 from pydantic import Field
 
-from patchwarden.sandbox import AgentRun, Limits, prepare_writable_tree, run_agent_tests
+from patchwarden.sandbox import (
+    AgentRun,
+    Limits,
+    TestOutcome,
+    prepare_writable_tree,
+    run_agent_tests,
+)
 
 from .._errors import ToolInputError
 from ._base import RUNS, Out, Progress, Tool, ToolArgs, check_node_id, refusals
 from ._session import Session
 
 MAX_TESTS_REPORTED = 1000
-FAILURE_TEXT_CHARS = 2000  # per test: the end of the report, where the assertion is
+FAILURE_TEXT_CHARS = 2000  # per failure, either form (= AGENT_TEXT_CHARS of the runner)
 OUTPUT_TAIL_CHARS = 4000  # collection errors only show up in pytest's own output
 MAX_TEST_IDS = 200
 MAX_KEYWORD_CHARS = 500
@@ -42,13 +48,24 @@ class Args(ToolArgs):
         float | None,
         Field(gt=0, description="Wall-clock limit in seconds (at most the operator's limit)."),
     ] = None
+    detail: Annotated[
+        Literal["short", "long"],
+        Field(
+            description="How each failure is told: 'short' (default) leads with the frames "
+            "in the worktree, folds the standard library's and site-packages' frames to one "
+            "line each, then the exception line and Hypothesis' failing example; 'long' is "
+            "pytest's whole report. Either is cut to the same size, saying what was cut."
+        ),
+    ] = "short"
 
 
 class TestResultOut(Out):
     node_id: str
+    """The test, or the test module that failed to import (outcome ``error``)."""
     outcome: str
     duration_s: float
     failure_text: str
+    """The failure in the form ``detail`` asked for (empty for a pass)."""
 
 
 class RunTestsResult(Out):
@@ -101,16 +118,29 @@ class OutputProgress:
             return self.version, float(self.lines), None, f"{self.lines} lines of output"
 
 
-def summarise_run(run: AgentRun, quarantined: list[str], started: float) -> RunTestsResult:
-    counts = Counter(o.outcome for o in run.outcomes)
+def failure_text(outcome: TestOutcome, detail: str) -> str:
+    """One form of a failure (the runner builds both, sandbox/_inside/_failures.py), in the
+    bound whatever the channel carried: the end is kept, where the exception is."""
+    text = (outcome.summary or outcome.text) if detail == "short" else outcome.text
+    if len(text) <= FAILURE_TEXT_CHARS:
+        return text
+    room = FAILURE_TEXT_CHARS - len(f"[the first {len(text)} characters cut]\n")
+    return f"[the first {len(text) - room} characters cut]\n" + text[-room:]
+
+
+def summarise_run(
+    run: AgentRun, quarantined: list[str], started: float, detail: str = "short"
+) -> RunTestsResult:
+    reported = [*run.collection_errors, *run.outcomes]
+    counts = Counter(o.outcome for o in reported)
     tests = [
         TestResultOut(
             node_id=o.node_id,
             outcome=o.outcome,
             duration_s=round(o.duration_s, 4),
-            failure_text=o.text[-FAILURE_TEXT_CHARS:] if o.text else "",
+            failure_text=failure_text(o, detail),
         )
-        for o in run.outcomes[:MAX_TESTS_REPORTED]
+        for o in reported[:MAX_TESTS_REPORTED]
     ]
     process = run.process
     problems = list(run.problems)
@@ -126,7 +156,7 @@ def summarise_run(run: AgentRun, quarantined: list[str], started: float) -> RunT
     return RunTestsResult(
         counts=dict(sorted(counts.items())),
         tests=tests,
-        tests_truncated=len(run.outcomes) > MAX_TESTS_REPORTED,
+        tests_truncated=len(reported) > MAX_TESTS_REPORTED,
         duration_s=round(time.monotonic() - started, 3),
         complete=run.complete,
         exit_code=process.exit_code,
@@ -213,7 +243,7 @@ async def run(session: Session, args: Args, progress: Progress) -> RunTestsResul
         with refusals():
             raise outcome
     await send_progress()  # the last lines, also of a run shorter than one interval
-    return summarise_run(outcome, list(session.quarantined), started)
+    return summarise_run(outcome, list(session.quarantined), started, args.detail)
 
 
 TOOL = Tool(
@@ -221,8 +251,13 @@ TOOL = Tool(
     title="Run tests",
     description="Run the project's tests in the sandbox with its own pytest configuration. "
     "Sends progress while it runs; cancellable; quarantined (flaky) tests are left out and "
-    "counted.",
-    use="to run the project's tests in a sandbox, all of them or a selection, before you submit.",
+    "counted. Each failure, and each test module that fails to import, leads with the "
+    "frames in the worktree and the exception line; ask for detail 'long' when you need "
+    "pytest's whole report, such as the source around each frame or the standard library's "
+    "frames.",
+    use="to run the project's tests in a sandbox, all of them or a selection, before you submit; "
+    "each failure leads with your code's frames and the exception (detail 'long' for pytest's "
+    "whole report).",
     args=Args,
     result=RunTestsResult,
     annotations=RUNS,
