@@ -46,6 +46,9 @@ class ProcessResult:
     """Killed because the cancel event was set."""
     duration_s: float
     backend: str
+    stdout_truncated: bool = False
+    """stdout went past limits.output_bytes (``truncated`` says either stream did)."""
+    stderr_truncated: bool = False
 
 
 READ_CHUNK_BYTES = 65536
@@ -342,6 +345,8 @@ class Supervisor:
             cancelled=reason == "cancel",
             duration_s=self._ended - self._started,
             backend=backend,
+            stdout_truncated=out.truncated,
+            stderr_truncated=err.truncated,
         )
 
 
