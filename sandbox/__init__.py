@@ -53,6 +53,7 @@ from ._pytest_runner import (
     run_agent_tests,
     run_properties,
 )
+from ._python_runner import run_agent_python
 from ._runtime import python_runtime
 from ._supervise import ProcessResult
 from ._trees import default_trees_dir, new_tree_parent, trees_dir
@@ -118,6 +119,7 @@ __all__ = [
     "repo_root",
     "require_sandbox",
     "resolve_commit",
+    "run_agent_python",
     "run_agent_tests",
     "run_git",
     "run_properties",

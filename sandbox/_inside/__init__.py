@@ -10,7 +10,8 @@ define (its ``TYPE_CHECKING`` imports say which), exactly as one script would.
   failure summaries, the pytest plugin, the session, the signer, the audit hook, the
   top-level start), and in isolated scorer runs the wire and the proxies of the product's
   modules;
-- ``PRODUCT``: the product process of an isolated scorer run.
+- ``PRODUCT``: the product process of an isolated scorer run;
+- ``RUN_PYTHON``: the agent's ``run_python`` (a snippet or a script of the tree).
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ ORACLE = (
 
 PRODUCT = ("_paths", "_wire", "_product")
 """The product process of an isolated run (docs/design/isolated-oracle.md)."""
+
+RUN_PYTHON = ("_paths", "_python")
+"""The agent's snippets and scripts (sandbox/_python_runner.py); the host appends ``main(...)``."""
 
 
 def program(parts: tuple[str, ...]) -> str:
