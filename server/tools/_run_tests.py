@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections import Counter
 from typing import Annotated, Literal
 
-import anyio
 from pydantic import Field
 
-from patchwarden.sandbox import (
-    AgentRun,
-    Limits,
-    TestOutcome,
-    prepare_writable_tree,
-    run_agent_tests,
-)
+from patchwarden.sandbox import AgentRun, Limits, TestOutcome, run_agent_tests
 
 from .._errors import ToolInputError
 from ._base import RUNS, Out, Progress, Tool, ToolArgs, check_node_id, refusals
+from ._sandboxed import OnOutput, run_limits, run_sandboxed
 from ._session import Session
 
 MAX_TESTS_REPORTED = 1000
@@ -28,9 +21,6 @@ FAILURE_TEXT_CHARS = 2000  # per failure, either form (= AGENT_TEXT_CHARS of the
 OUTPUT_TAIL_CHARS = 4000  # collection errors only show up in pytest's own output
 MAX_TEST_IDS = 200
 MAX_KEYWORD_CHARS = 500
-PROGRESS_INTERVAL_S = 0.5
-CANCEL_WAIT_S = 30.0  # after a cancel, how long we wait for the killed run's thread to return
-PERCENT = re.compile(r"\[\s*(\d{1,3})%\]\s*$")
 
 
 class Args(ToolArgs):
@@ -83,39 +73,6 @@ class RunTestsResult(Out):
     output_tail: str
     """The end of pytest's own output (collection errors show up here)."""
     problems: list[str]
-
-
-class OutputProgress:
-    """Output of a running test process, turned into progress reports (thread-safe)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._partial = b""
-        self.lines = 0
-        self.percent: int | None = None
-        self.message = ""
-        self.version = 0
-
-    def feed(self, chunk: bytes) -> None:
-        with self._lock:
-            data = self._partial + chunk
-            *complete, self._partial = data.split(b"\n")
-            for raw in complete:
-                line = raw.decode("utf-8", "replace").rstrip()
-                if not line:
-                    continue
-                self.lines += 1
-                match = PERCENT.search(line)
-                if match:
-                    self.percent = min(100, int(match.group(1)))
-                    self.message = line[:200]
-                self.version += 1
-
-    def snapshot(self) -> tuple[int, float, float | None, str]:
-        with self._lock:
-            if self.percent is not None:
-                return self.version, float(self.percent), 100.0, self.message
-            return self.version, float(self.lines), None, f"{self.lines} lines of output"
 
 
 def failure_text(outcome: TestOutcome, detail: str) -> str:
@@ -173,13 +130,7 @@ def _pytest_args(session: Session, args: Args) -> tuple[list[str], Limits]:
     selection = [check_node_id(t) for t in args.tests or []]
     if args.keyword is not None and any(c in args.keyword for c in "\0\n\r"):
         raise ToolInputError("keyword must be one line")
-    limits: Limits = session.sandbox.limits
-    if args.timeout_s is not None:
-        if args.timeout_s > limits.wall_time_s:
-            raise ToolInputError(
-                f"timeout_s must be at most {limits.wall_time_s:g} (the operator's limit)"
-            )
-        limits = limits.model_copy(update={"wall_time_s": args.timeout_s})
+    limits = run_limits(session, args.timeout_s)
     argv = ["-p", "no:cacheprovider", "-v"]
     for test_id in session.quarantined:
         argv += ["--deselect", test_id]
@@ -192,57 +143,21 @@ async def run(session: Session, args: Args, progress: Progress) -> RunTestsResul
     with refusals():
         argv, limits = _pytest_args(session, args)
     ws, seed = session.workspace, session.contract.seeds[0]
-    output = OutputProgress()
-    cancel = threading.Event()
-    finished = threading.Event()
 
-    def work() -> AgentRun:
-        try:
-            prepare_writable_tree(ws.tree, session.sandbox)
-            return run_agent_tests(
-                ws.tree,
-                argv,
-                seed,
-                session.sandbox,
-                contract_paths=list(session.policy.read_only),
-                limits=limits,
-                cancel=cancel,
-                on_output=output.feed,
-            )
-        finally:
-            finished.set()
-
-    sent = [-1]
-
-    async def send_progress() -> None:
-        version, value, total, message = output.snapshot()
-        if version != sent[0]:
-            sent[0] = version
-            await progress(value, total, message)
-
-    async def pump() -> None:
-        while True:
-            await send_progress()
-            await anyio.sleep(PROGRESS_INTERVAL_S)
+    def work(cancel: threading.Event, on_output: OnOutput) -> AgentRun:
+        return run_agent_tests(
+            ws.tree,
+            argv,
+            seed,
+            session.sandbox,
+            contract_paths=list(session.policy.read_only),
+            limits=limits,
+            cancel=cancel,
+            on_output=on_output,
+        )
 
     started = time.monotonic()
-    outcome: AgentRun | Exception
-    async with session.run_lock, anyio.create_task_group() as tg:
-        tg.start_soon(pump)
-        try:
-            outcome = await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
-        except anyio.get_cancelled_exc_class():
-            cancel.set()  # the launcher kills the whole sandbox
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(finished.wait, CANCEL_WAIT_S)
-            raise
-        except Exception as exc:  # raised below, outside the task group
-            outcome = exc
-        tg.cancel_scope.cancel()
-    if isinstance(outcome, Exception):
-        with refusals():
-            raise outcome
-    await send_progress()  # the last lines, also of a run shorter than one interval
+    outcome = await run_sandboxed(session, work, progress)
     return summarise_run(outcome, list(session.quarantined), started, args.detail)
 
 
