@@ -254,6 +254,22 @@ class PathPolicy:
             raise ToolInputError(f"{rel!r} is larger than the limit of {self.max_file_bytes} bytes")
         return rel, data
 
+    def regular_file(self, path: object) -> str:
+        """The resolved path of an existing regular file, by the read rules; ToolInputError
+        naming why not (the file is not opened)."""
+        parts = self.resolve(path)
+        rel = "/".join(parts)
+        with self._dir_fd(parts[:-1]) as dirfd:
+            try:
+                info = os.lstat(parts[-1], dir_fd=dirfd)
+            except FileNotFoundError:
+                raise ToolInputError(f"{rel!r} does not exist") from None
+        if stat.S_ISDIR(info.st_mode):
+            raise ToolInputError(f"{rel!r} is a directory, not a file")
+        if not stat.S_ISREG(info.st_mode):
+            raise ToolInputError(f"{rel!r} is not a regular file")
+        return rel
+
     def list_entries(self, path: object, *, limit: int) -> tuple[list[Entry], bool]:
         """Entries below ``path`` (recursive, links not followed, ``.git`` left out); truncated?"""
         parts = self.resolve(path, allow_root=True)

@@ -134,7 +134,7 @@ def test_the_instructions_list_every_tool_in_order_with_when_to_use_it() -> None
 def test_the_audit_log_elides_what_the_tools_declare() -> None:
     # The log of a call keeps these as lengths whichever tool they were sent to (a call that
     # never reaches a tool is logged too): the set is the union of the declarations.
-    assert {"content", "patch", "old_text", "new_text"} == ELIDED_ARGUMENTS
+    assert {"content", "patch", "old_text", "new_text", "code"} == ELIDED_ARGUMENTS
     for tool in TOOLS:
         for name in tool.elided:
             assert elide_arguments({name: "x" * 7}) == {name: {"elided_chars": 7}}, tool.name
@@ -331,6 +331,25 @@ def test_run_tests_runs_the_selection_in_the_sandbox_with_progress(call: Call) -
     assert result.counts == {"passed": 1} and result.problems == []
     assert call.progress.reports, "no progress was reported"
     assert call.progress.reports[-1][:2] == (100.0, 100.0)  # pytest -v ends at [100%]
+
+
+def test_run_python_refuses_bad_arguments_before_any_run(call: Call) -> None:
+    # The runs themselves, and the attacks on them, are in tests/test_run_python.py.
+    one = "give exactly one of code (a snippet) and path (a script to run)"
+    assert call.refused("run_python") == one
+    assert call.refused("run_python", code="print(1)", path="orders/total.py") == one
+    assert call.refused("run_python", path="../x.py") == (
+        "'../x.py': '..' is refused; use a path inside the worktree"
+    )
+    assert call.refused("run_python", path="orders") == "'orders' is a directory, not a file"
+    assert call.refused("run_python", code="1", args=["a\0b"]) == (
+        "args must not contain a NUL character"
+    )
+    assert call.refused("run_python", code="1", timeout_s=61) == (
+        "timeout_s must be at most 60 (the operator's limit)"
+    )
+    assert call.progress.reports == []
+    assert not call.session.run_lock.locked()
 
 
 def test_submit_patch_returns_the_summary_and_counts_only_judged_ones(call: Call) -> None:

@@ -19,6 +19,7 @@ from . import (
     _list_files,
     _read_file,
     _request_freeze,
+    _run_python,
     _run_tests,
     _search_text,
     _submit_patch,
@@ -36,6 +37,7 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
     _apply_patch.TOOL,
     _diff.TOOL,
     _run_tests.TOOL,
+    _run_python.TOOL,
     _submit_patch.TOOL,
     _get_verdict.TOOL,
     _request_freeze.TOOL,
@@ -51,9 +53,9 @@ Read the contract first: its paths are read-only to you, and every patch you sub
 by a separate scorer that runs the contract's property checks on the base and on your patch.
 
 The workflow: search for the code (search_text, list_files), read it (read_file), reproduce
-the bug with a test (write_file, run_tests), edit (edit_file, apply_patch), run the tests
-again (run_tests), submit (submit_patch), and, when the answer is pending, poll for the
-verdict (get_verdict).
+the bug with run_python (a few lines that import the project's code) or with a test
+(write_file, run_tests), edit (edit_file, apply_patch), run the tests again (run_tests),
+submit (submit_patch), and, when the answer is pending, poll for the verdict (get_verdict).
 
 The tools:
 """
