@@ -33,7 +33,7 @@ import pytest
 import yaml
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
@@ -503,7 +503,7 @@ DIFFS = NEW_FILE_DIFFS | st.sampled_from(
 
 HINTS: dict[str, st.SearchStrategy[Any]] = {
     "path": st.sampled_from(["pkg/mod.py", "tests/test_unit.py", "pkg", ".", "new/f.py", "n.txt"]),
-    "pattern": st.sampled_from(["*.py", "tests/*", "*", "[", "**/x"]),
+    "pattern": st.sampled_from(["*.py", "tests/*", "*", "[", "**/x", "(a+)+$", "VALUE", "(?=x)"]),
     "content": st.text(max_size=100),
     "old_text": st.sampled_from(["VALUE = 1", "VALUE", "def", "assert True", "\n"]),
     "new_text": st.text(max_size=20),
@@ -516,6 +516,17 @@ HINTS: dict[str, st.SearchStrategy[Any]] = {
     "keyword": st.sampled_from(["test_a", "not test_a", "(", "a and"]),
     "timeout_s": st.floats(min_value=0.5, max_value=30),
     "detail": st.sampled_from(["short", "long", "full"]),
+    "code": st.sampled_from(
+        [
+            "import pkg.mod\nprint(pkg.mod.VALUE)",
+            "raise SystemExit(3)",
+            "1/0",
+            "def f(:",
+            "import sys\nsys.stdout.write('x' * 300_000)",
+            "import time\ntime.sleep(0.2)",
+        ]
+    ),
+    "args": st.lists(st.sampled_from(["-v", "a b", "--x=1", ""]), max_size=3),
     "test_id": st.sampled_from(["tests/test_unit.py::test_a", "tests/test_unit.py"]),
     "message": st.text(min_size=1, max_size=30),
     "reason": st.text(min_size=1, max_size=30),
@@ -636,8 +647,13 @@ def tool_session(
         yield portal, client, scorer, tools
 
 
-FUZZED_LAST = ("write_file", "run_tests")
-"""write_file replaces the files the edit hints expect; run_tests is slow."""
+FUZZED_LAST = ("write_file", "run_tests", "run_python")
+"""write_file replaces the files the edit hints expect; run_tests and run_python start a
+sandboxed process for most valid calls."""
+SANDBOXED = ("run_tests", "run_python")
+REACHED_BY = {"run_python": {"code": "import pkg.mod\nprint(pkg.mod.VALUE)", "timeout_s": 5}}
+"""A valid call each fuzzing of a tool starts with, where a few random examples may all be
+refused (run_python takes exactly one of two optional arguments)."""
 TOOL_NAMES = [t.name for t in TOOLS if t.name not in FUZZED_LAST] + list(FUZZED_LAST)
 
 
@@ -664,15 +680,18 @@ def _call_tool(
 @pytest.mark.parametrize("name", TOOL_NAMES)
 def test_mcp_tool_arguments(tool_session: Any, name: str) -> None:
     schema = tool_session[3][name]
-    # run_tests starts a sandboxed pytest for most valid calls: a smaller share.
-    examples = max(2, EXAMPLES // 30) if name == "run_tests" else EXAMPLES
+    # A sandboxed process for most valid calls: a smaller share.
+    examples = max(2, EXAMPLES // 30) if name in SANDBOXED else EXAMPLES
 
-    @settings(FUZZ, max_examples=examples)
-    @given(args=arguments(schema), mode=st.sampled_from(["verdict", "failure", "fault"]))
-    def fuzz(args: dict[str, Any], mode: str) -> None:
+    def call(args: dict[str, Any], mode: str) -> None:
         _call_tool(tool_session, name, args, mode)
 
-    fuzz()
+    fuzz = given(args=arguments(schema), mode=st.sampled_from(["verdict", "failure", "fault"]))(
+        call
+    )
+    if name in REACHED_BY:
+        fuzz = example(args=REACHED_BY[name], mode="verdict")(fuzz)
+    settings(FUZZ, max_examples=examples)(fuzz)()
     # And the server goes on serving.
     _call_tool(tool_session, "get_contract", {}, "verdict")
 
