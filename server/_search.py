@@ -9,9 +9,11 @@ NUL byte is binary and skipped; a long line is clipped around its first match.
 
 Two engines read the files, and give the same results (tests/test_search.py holds them
 equal): ripgrep when it is installed, fed the walked paths, and a pure-Python engine on
-the ``regex`` module. ripgrep's engine does not backtrack; the Python engine does, so each
-of its searches runs with a timeout, and the whole search has a deadline either way: a
-pattern that would backtrack forever costs the agent one refused call, never the server.
+the ``regex`` module. ripgrep's engine does not backtrack, though a few patterns still cost
+it minutes on a long line; the Python engine does, so each of its searches runs with a
+timeout. The whole search has a deadline either way (a ripgrep process still running then is
+killed): a pattern that would backtrack forever costs the agent one refused call, never the
+server.
 Patterns use the syntax the two engines share; look-around and backreferences (which
 ripgrep has not) are refused up front, the same for both.
 
@@ -32,6 +34,7 @@ import shutil
 import stat
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -507,6 +510,17 @@ def _run_rg(
         ) as process,
     ):
         assert process.stdout is not None
+        # Some patterns take ripgrep minutes on one long line without a byte of output (a
+        # bounded repetition of a class, \w{1,300}\w{1,300}\W, on a 800 kB line): the
+        # deadline is enforced by a timer, not only when a line arrives.
+        stopped = threading.Event()
+
+        def stop() -> None:
+            stopped.set()
+            process.kill()
+
+        timer = threading.Timer(max(0.0, deadline - time.monotonic()), stop)
+        timer.start()
         try:
             for raw in process.stdout:
                 if time.monotonic() > deadline:
@@ -532,9 +546,13 @@ def _run_rg(
                         return False
                     current = _RgFile(query.max_results, query.context)
         finally:
+            timer.cancel()
+            timer.join()  # it may be killing the process right now
             if process.poll() is None:
                 process.kill()
             process.wait()
+        if stopped.is_set():
+            raise _timed_out()
         errors.seek(0)
         err = errors.read(64 * 1024).decode("utf-8", "replace")
     while counted < len(chunk):

@@ -6,12 +6,17 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mcp import Client
 
-from patchwarden.server import ToolInputError
+from patchwarden.server import ToolInputError, _search
+from patchwarden.server._app import build_app
+from patchwarden.server._audit import AuditLog
 from patchwarden.server._paths import PathPolicy
 from patchwarden.server._search import (
     MAX_LINE_CHARS,
@@ -23,6 +28,7 @@ from patchwarden.server._search import (
     ripgrep,
     search_text,
 )
+from tests._tool_sessions import FakeScorer, example_session
 
 ENGINES = [
     "python",
@@ -170,6 +176,66 @@ def test_a_pattern_that_backtracks_forever_is_stopped_not_hung(tmp_path: Path) -
         search_text(PathPolicy(tmp_path), Query("(a|aa)+$", regex=True), engine="python")
     # Bounded by one regex slice (plus the module's coarse checks), far below a hang.
     assert time.monotonic() - started < 30
+
+
+@pytest.mark.skipif(ripgrep() is None, reason="ripgrep is not installed")
+def test_ripgrep_is_killed_at_the_deadline_on_a_pattern_that_costs_it_minutes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Linear, yet ripgrep needs many seconds of CPU for it on one long line, printing
+    # nothing meanwhile: only a timer can hold the deadline. A shorter deadline keeps the
+    # test fast; the bound is the module's own.
+    (tmp_path / "long.txt").write_text("ab" * 450_000 + "\n")
+    monkeypatch.setattr(_search, "SEARCH_DEADLINE_S", 1.0)
+    started = time.monotonic()
+    with pytest.raises(SearchTimeout, match="took longer than 1 s and was stopped"):
+        search_text(
+            PathPolicy(tmp_path), Query(r"\w{1,300}\w{1,300}\W", regex=True), engine="ripgrep"
+        )
+    assert time.monotonic() - started < 5
+
+
+BACKTRACKING_LINE = "a" * 5000 + "!\n"
+
+
+def test_search_text_returns_within_its_bound_on_patterns_that_backtrack(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    """Through the server (the in-memory client), with each engine the tool picks: ripgrep
+    while no sandboxed run holds the session's run lock, the Python engine while one does."""
+    with example_session(example_repo, tmp_path / "state", FakeScorer()) as session:
+        (session.workspace.tree / "notes").mkdir()
+        (session.workspace.tree / "notes" / "aaa.txt").write_text(BACKTRACKING_LINE * 3)
+        app = build_app(session, AuditLog(tmp_path / "logs", "s1"))
+
+        async def search(client: Client, pattern: str) -> tuple[Any, float]:
+            started = time.monotonic()
+            arguments = {"pattern": pattern, "regex": True, "glob": "notes/*"}
+            result = await client.call_tool("search_text", arguments)
+            return result, time.monotonic() - started
+
+        async def go() -> list[tuple[Any, float]]:
+            async with Client(app) as client:
+                answers = [await search(client, p) for p in ("(a+)+$", "(a|aa)+$")]
+                async with session.run_lock:  # as a run_tests or run_python call would
+                    answers += [await search(client, p) for p in ("(a+)+$", "(a|aa)+$")]
+                return answers
+
+        answers = anyio.run(go)
+    bound = _search.SEARCH_DEADLINE_S + 5  # the deadline, and the call around it
+    assert all(seconds < bound for _, seconds in answers), answers
+    # ripgrep's engine does not backtrack: the honest answer, no match, at once.
+    no_match = {"matches": [], "truncated": False, "files_searched": 1}
+    assert [answer.structured_content for answer, _ in answers[:2]] == [no_match, no_match]
+    # The Python engine's backtracking is stopped by its per-search timeout: a refused call.
+    refusal = (
+        f"Error executing tool search_text: the search took longer than "
+        f"{_search.SEARCH_DEADLINE_S:g} s and was stopped: narrow it with glob, or simplify "
+        "the pattern (nested repetition backtracks)"
+    )
+    for answer, _ in answers[2:]:
+        assert answer.is_error
+        assert " ".join(getattr(c, "text", "") for c in answer.content) == refusal
 
 
 # -- the two engines agree ------------------------------------------------------------------
