@@ -284,6 +284,9 @@ def test_apply_patch(agent: Served) -> None:
         ("read_file", {"path": "/etc/passwd"}, "absolute"),
         ("read_file", {"path": ".git"}, ".git"),
         ("list_files", {"path": "/"}, "absolute"),
+        ("run_python", {"path": "../x.py"}, "'..'"),
+        ("run_python", {"path": "/etc/passwd"}, "absolute"),
+        ("run_python", {"path": ".git/config"}, ".git"),
         ("write_file", {"path": "../escape.txt", "content": "x"}, "'..'"),
         ("write_file", {"path": "/tmp/escape.txt", "content": "x"}, "absolute"),
         (
@@ -382,6 +385,9 @@ def test_symlinks_planted_by_a_test_run_are_refused(agent: Served) -> None:
     agent.refused("read_file", {"path": "link_up/etc/passwd"}, "leaving the worktree")
     agent.refused("read_file", {"path": "notes/link_root/etc/passwd"}, "leaving the worktree")
     agent.refused("list_files", {"path": "link_etc"}, "leaving the worktree")
+    agent.refused("run_python", {"path": "link_etc/passwd"}, "leaving the worktree")
+    # The search reads what read_file may: nothing of /etc through the link.
+    assert agent.ok("search_text", {"pattern": "root:x:0:0"})["matches"] == []
     agent.refused("write_file", {"path": "link_etc/evil", "content": "x"}, "symbolic link")
     agent.refused("write_file", {"path": "link_up/tmp/evil", "content": "x"}, "symbolic link")
     agent.refused("write_file", {"path": "link_contract", "content": "x"}, "symbolic link")
