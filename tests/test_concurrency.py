@@ -19,6 +19,7 @@ from pathlib import Path
 import git
 import pytest
 
+from tests._runs import expected_run_files
 from tests.conftest import BUNDLE_FILES, CONTRACT, EXAMPLE
 
 pytestmark = pytest.mark.bwrap
@@ -75,7 +76,8 @@ def test_eight_concurrent_scores_all_give_their_verdicts(
         bundle = Path(entry["bundle"])
         assert {p.name for p in bundle.iterdir()} == BUNDLE_FILES
         assert json.loads((bundle / "decision.json").read_text()) == decision
-        assert len(list((bundle / "runs").iterdir())) == 2 * 3 * 4  # json, stdout, stderr, channel
+        runs = bundle / "runs"
+        assert sorted(p.name for p in runs.iterdir()) == expected_run_files(runs)
         assert len((bundle / "review-note.txt").read_text().splitlines()) == 4
     assert [p.name for p in (logs / "verdicts").iterdir() if p.name.startswith(".")] == []
 

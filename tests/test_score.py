@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._runs import expected_run_files
 from tests.conftest import BUNDLE_FILES, CONTRACT, EXAMPLE
 
 pytestmark = pytest.mark.bwrap
@@ -95,16 +96,7 @@ def test_each_verdict_has_a_complete_bundle_and_index_line(
         assert note[3].startswith("rows: parent 9 lines")
         assert len((bundle / "parent.jsonl").read_text().splitlines()) == 9
         runs = sorted(p.name for p in (bundle / "runs").iterdir())
-        stems = sorted(p.name.removesuffix(".json") for p in (bundle / "runs").glob("*.json"))
-        assert [s.split("-seed")[0] for s in stems] == ["parent"] * 3 + ["patch"] * 3
-        expected = []
-        for stem in stems:
-            isolated = json.loads((bundle / "runs" / f"{stem}.json").read_text())["product"]
-            parts = ["channel.txt", "json", "stderr.txt", "stdout.txt"]
-            # An isolated run's product process printed apart from the oracle.
-            parts += ["product.stderr.txt", "product.stdout.txt"] if isolated else []
-            expected += [f"{stem}.{part}" for part in parts]
-        assert runs == sorted(expected)
+        assert runs == expected_run_files(bundle / "runs")
     assert not [p for p in (log_dir / "verdicts").iterdir() if p.name.startswith(".staging")]
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._runs import expected_run_files
 from tests._terminal import run_on_terminal
 from tests.conftest import BUNDLE_FILES, EXAMPLE
 
@@ -112,7 +113,8 @@ def test_each_verdict_is_a_whole_bundle_with_one_index_line(batch: dict) -> None
         bundle = Path(entry["bundle"])
         assert bundle.parent.parent == batch["logs"]
         assert {p.name for p in bundle.iterdir()} == BUNDLE_FILES
-        assert len(list((bundle / "runs").iterdir())) == 2 * 3 * 4  # json, stdout, stderr, channel
+        runs = bundle / "runs"
+        assert sorted(p.name for p in runs.iterdir()) == expected_run_files(runs)
     assert [p.name for p in batch["bundles_after_first"] if p.name.startswith(".")] == []
 
 
