@@ -26,7 +26,7 @@ import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client
 
-from patchwarden.sandbox import Limits, SandboxConfig
+from patchwarden.sandbox import Limits, SandboxConfig, prepare_writable_tree, run_agent_python
 from patchwarden.server._app import build_app
 from patchwarden.server._audit import AuditLog
 from patchwarden.server.tools import Session
@@ -177,6 +177,27 @@ def test_a_script_runs_with_its_args_and_a_failure_shows_its_traceback(served: S
     assert 'File "/workspace/orders/total.py", line ' in stderr
     assert stderr.endswith("TypeError: unsupported operand type(s) for *: 'NoneType' and 'int'\n")
     assert "<stdin>" not in stderr and "runpy" not in stderr
+
+
+@pytest.mark.bwrap
+def test_a_src_layout_is_importable_ahead_of_an_installed_copy(tmp_path: Path) -> None:
+    """The sandbox side alone (sandbox/_python_runner.py): the import roots come from the
+    tree's packaging metadata, before the interpreter's paths, as the agent's tests see
+    them. PyYAML (a dependency of ours, so installed) stands in for an installed copy of
+    the project."""
+    tree = tmp_path / "tree"
+    (tree / "src" / "yaml").mkdir(parents=True)
+    (tree / "src" / "yaml" / "__init__.py").write_text("WHERE = 'the tree'\n")
+    (tree / "pyproject.toml").write_text(
+        '[project]\nname = "yaml"\n[tool.setuptools.package-dir]\n"" = "src"\n'
+    )
+    prepare_writable_tree(tree, SANDBOX)
+    code = "import sys, yaml\nprint(yaml.WHERE, yaml.__file__, sys.path[:2])\n"
+    result = run_agent_python(tree, 1, SANDBOX, code=code)
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout == (
+        "the tree /workspace/src/yaml/__init__.py ['/workspace/src', '/workspace']\n"
+    )
 
 
 def test_bad_inputs_are_one_line_refusals_before_anything_runs(served: Served) -> None:

@@ -12,7 +12,9 @@ Like ``python -c CODE args`` and ``python PATH args``: ``sys.argv`` is ``["-c", 
 ``[PATH, *args]``, the module runs as ``__main__``, and a script's directory comes first on
 ``sys.path``; then the tree's import roots and the tree itself (``tree_paths``), before
 anything of the interpreter's. An uncaught exception prints its traceback without this
-program's own frames and ends the process with status 1.
+program's own frames and ends the process with status 1. The few standard-library modules
+this program imports first (json, linecache, runpy, traceback and what they import) stay the
+interpreter's, as they do for the agent's tests: a tree module of the same name is not seen.
 """
 
 from __future__ import annotations
