@@ -165,6 +165,25 @@ async def _agent(url: str, token: str, patch: str) -> dict[str, Any]:
     }
 
 
+async def _poll(url: str, token: str) -> dict[str, Any]:
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=600)
+    async with http, Client(streamable_http_client(url, http_client=http)) as client:
+        own = await client.call_tool("get_verdict", {"submission": 1, "wait_s": 0})
+        past = await client.call_tool("get_verdict", {"submission": 2, "wait_s": 0})
+        tools = (await client.list_tools()).tools
+    assert not own.is_error and past.is_error
+    return {
+        "own": (own.structured_content or {})["verdict_id"],
+        "past": _text(past).removeprefix("Error executing tool get_verdict: "),
+        "id_args": [
+            f"{t.name}.{name}"
+            for t in tools
+            for name in t.input_schema.get("properties", {})
+            if "verdict" in name or name in {"id", "bundle"}
+        ],
+    }
+
+
 def test_eight_agents_on_two_repositories_each_get_their_own_verdict(hosted: Hosted) -> None:
     with httpx2.Client(base_url=hosted.url, timeout=120) as http:
         assert http.get("/workspaces").status_code == 401
@@ -232,6 +251,13 @@ def test_eight_agents_on_two_repositories_each_get_their_own_verdict(hosted: Hos
         assert seen[number]["left"] == 1  # its own limit: 2, one used
     verdict_ids = [seen[n]["verdict"]["verdict_id"] for n in range(AGENTS)]
     assert len(set(verdict_ids)) == AGENTS
+    # Verdicts are reached by the workspace's own submission numbers, never by an id: the
+    # second agent's "submission 1" is its own verdict, a number past its own is refused,
+    # and no tool takes a verdict id that could name another workspace's.
+    polled = anyio.run(_poll, created[1]["mcp_url"], created[1]["token"])
+    assert polled["own"] == verdict_ids[1]
+    assert polled["past"] == "there is no submission 2: this session has made 1"
+    assert polled["id_args"] == []
     for number, workspace in enumerate(created):
         audit = hosted.logs / "workspaces" / workspace["id"] / "audit.jsonl"
         lines = [json.loads(line) for line in audit.read_text().splitlines()]
