@@ -174,6 +174,16 @@ def test_the_docs_table_has_one_row_per_tool_with_valid_example_arguments() -> N
         tool_named(name).args.model_validate(arguments)  # raises on a stale example
 
 
+def test_the_readme_table_has_one_row_per_tool_naming_its_arguments() -> None:
+    text = (ROOT / "README.md").read_text()
+    section = text.split("The tools (names and arguments are stable", 1)[1].split("\n\n", 2)[1]
+    rows = re.findall(r"^\| `(\w+)` \| (.*?) \| ", section, flags=re.MULTILINE)
+    assert [name for name, _ in rows] == [tool.name for tool in TOOLS]
+    for name, arguments in rows:
+        named = set(re.findall(r"`(\w+)(?:=[^`]*)?`", arguments))
+        assert set(tool_named(name).args.model_fields) <= named, name
+
+
 def test_read_only_tools_leave_the_worktree_as_it_was(call: Call) -> None:
     """The READ_ONLY preset tells clients a tool changes nothing: each such tool, on its
     documented example, leaves the worktree and its status as they were."""
