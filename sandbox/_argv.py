@@ -85,9 +85,6 @@ class LaunchSpec:
     TREE_MOUNT and the system directories (e.g. test files kept apart from the tree, the
     scorer's hidden canary properties). Ignored by the ``none`` backend, which sees every
     host path where it is."""
-    hidden_paths: Sequence[str] = ()
-    """Paths relative to tree covered with an empty file or directory (the product process
-    of an isolated scorer run sees no contract path). Ignored by the ``none`` backend."""
 
 
 # --- the bubblewrap command line -------------------------------------------------------------
@@ -233,10 +230,6 @@ def _tree_mount_args(spec: LaunchSpec, tree: Path) -> list[str]:
             args += ["--ro-bind", str(tree / mount.relative), inside]
         elif spec.tree_writable:
             args += _empty_readonly_dir_args(inside)
-    for relative in spec.hidden_paths:
-        if os.path.lexists(tree / relative):
-            _refuse_symlinks(tree, relative, what="hidden path")
-            args += _cover_args(tree / relative, f"{TREE_MOUNT}/{relative}")
     return args
 
 

@@ -3,8 +3,13 @@
 One sandboxed process per (tree, seed) run, started next to the oracle process with the same
 bubblewrap profile and limits (no idle limit: it is silent while it waits for calls), its own
 deadline, and nothing of the run's secrets: no result channel, no secret, no canary, the
-contract paths covered, the held-out tests and the canaries not mounted. It runs the program
-``PRODUCT`` of sandbox/_inside on stdin.
+held-out tests and the canaries not mounted. It runs the program ``PRODUCT`` of
+sandbox/_inside on stdin.
+
+It sees its tree as the agent's ``run_tests`` sees a worktree: writable, the contract paths
+mounted read-only over it (the visible contract, which the agent reads anyway). The
+writable tree is a copy of the run's own, made for this process and removed after it, so
+what product code writes there reaches neither the oracle's tree nor another run.
 
 Three pipes join it to the oracle: requests (oracle to product), replies (product to
 oracle) and a status pipe on which this side writes, once the product process is gone, how
@@ -14,16 +19,22 @@ the call it was waiting on with a witness that names it.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import os
+import shutil
+import stat
+import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 from ._argv import LaunchSpec
 from ._config import Limits, SandboxConfig
+from ._errors import SandboxError
 from ._inside import PRODUCT, program
-from ._launch import launch
+from ._launch import launch, prepare_writable_tree
 from ._layout import ImportLayout
 from ._runtime import python_runtime
 from ._supervise import ProcessResult
@@ -44,18 +55,23 @@ def runner_env(seed: int) -> dict[str, str]:
 class ProductProcess:
     """Start, watch and stop the product process of one run."""
 
-    def __init__(self, hidden: Sequence[str], call_timeout_s: float) -> None:
-        self.hidden = tuple(hidden)
+    def __init__(self, contract_paths: Sequence[str], call_timeout_s: float) -> None:
+        self.contract_paths = tuple(contract_paths)
         self.call_timeout_s = call_timeout_s
         self.result: ProcessResult | None = None
         self._cancel = threading.Event()
         self._flooded = threading.Event()
         self._thread: threading.Thread | None = None
+        self.error: SandboxError | None = None
+        """The tree could not be copied for it (raised by ``stop``: no verdict on that)."""
 
     def start(
         self, tree: Path, seed: int, config: SandboxConfig, limits: Limits, layout: ImportLayout
     ) -> tuple[int, int, int]:
-        """Launch it (in a thread); returns the oracle's ends: requests, replies, status."""
+        """Launch it (in a thread); returns the oracle's ends: requests, replies, status.
+
+        The thread copies the tree first, while the oracle process starts (it asks for
+        nothing before it collects), then launches the product process on the copy."""
         req_read, req_write = os.pipe()
         rep_read, rep_write = os.pipe()
         status_read, status_write = os.pipe()
@@ -85,19 +101,28 @@ class ProductProcess:
                 "--layout",
                 json.dumps(layout.to_json()),
             ],
-            tree=tree,
-            tree_writable=False,
+            tree=tree,  # replaced by the copy's path once it is made
+            tree_writable=True,
+            contract_paths=self.contract_paths,
             env=runner_env(seed),
             pass_fds=(req_read, rep_write),
             limits=quiet,
             stdin=PRODUCT_SOURCE.encode(),
-            hidden_paths=self.hidden,
         )
 
         def run() -> None:
+            home: Path | None = None
             try:
-                self.result = launch(spec, config, cancel=self._cancel, on_output=count)
+                home, copy = writable_copy(tree)
+                prepare_writable_tree(copy, config)
+                if not self._cancel.is_set():
+                    launch_spec = dataclasses.replace(spec, tree=copy)
+                    self.result = launch(launch_spec, config, cancel=self._cancel, on_output=count)
+            except SandboxError as exc:
+                self.error = exc
             finally:
+                if home is not None:
+                    remove_copy(home)
                 # Gone: the oracle's writes fail and its reads end; then say how it ended.
                 os.close(req_read)
                 os.close(rep_write)
@@ -116,7 +141,7 @@ class ProductProcess:
     def _status(self) -> dict[str, object]:
         result = self.result
         if result is None:
-            return {"exit": None}
+            return {"exit": None, "error": str(self.error) if self.error is not None else None}
         return {
             "exit": result.exit_code,
             "timed_out": result.timed_out,
@@ -125,7 +150,51 @@ class ProductProcess:
         }
 
     def stop(self) -> None:
-        """The oracle process is gone: end the product process and wait for it."""
+        """The oracle process is gone: end the product process and wait for it. Raises the
+        ``SandboxError`` of a tree that could not be copied for it."""
         self._cancel.set()
         if self._thread is not None:
             self._thread.join()
+        if self.error is not None:
+            raise self.error
+
+
+def writable_copy(tree: Path) -> tuple[Path, Path]:
+    """A copy of ``tree`` for one product process: (its own directory, the copy in it).
+
+    Links are copied as links (they resolve inside the sandbox, as the tree's own do). A
+    ``.git`` directory is copied as an empty one: the sandbox covers it in the copy as it
+    does in a tree, and its objects are none of the product's business."""
+    try:
+        home = Path(tempfile.mkdtemp(prefix="patchwarden-product-", dir=tree.parent))
+    except OSError:
+        home = Path(tempfile.mkdtemp(prefix="patchwarden-product-"))
+    copy = home / "tree"
+    git = tree / ".git"
+    skip_git = git.is_dir() and not git.is_symlink()
+
+    def ignore(directory: str, names: list[str]) -> list[str]:
+        return [".git"] if skip_git and Path(directory) == tree else []
+
+    try:
+        shutil.copytree(tree, copy, symlinks=True, ignore=ignore)
+        if skip_git:
+            (copy / ".git").mkdir()
+    except (OSError, shutil.Error) as exc:
+        remove_copy(home)
+        raise SandboxError(
+            f"cannot copy the tree for the product process: {exc}", where=str(tree)
+        ) from None
+    return home, copy
+
+
+def remove_copy(home: Path) -> None:
+    """Remove a product process's copy, whatever modes product code left on its directories
+    (each is made searchable before the walk goes into it)."""
+    for root, dirs, _files in os.walk(home):
+        for name in dirs:
+            path = os.path.join(root, name)
+            if not os.path.islink(path):
+                with contextlib.suppress(OSError):
+                    os.chmod(path, stat.S_IRWXU)
+    shutil.rmtree(home, ignore_errors=True)

@@ -299,7 +299,7 @@ def run_properties(
         first = None
     else:
         quiet = (limits or config.limits).idle_time_s * CALL_TIMEOUT_SHARE
-        product = _ProductProcess(hidden=contract_paths, call_timeout_s=quiet)
+        product = _ProductProcess(contract_paths=contract_paths, call_timeout_s=quiet)
         first = _scorer_run(tree, isolated, seed, config, product=product, **options)  # type: ignore[arg-type]
         if first.complete:
             why.update(

@@ -8,12 +8,13 @@ its record says why; what the product does in its process stays there.
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from patchwarden.sandbox import Limits, PropertyTarget, SandboxConfig, run_properties
+from patchwarden.sandbox import Limits, PropertyTarget, SandboxConfig, SandboxError, run_properties
 
 pytestmark = pytest.mark.bwrap
 
@@ -41,17 +42,22 @@ PRODUCT = textwrap.dedent(
             raise PricingError("negative", n)
         return n * 2
 
-    def contract_text():
+    def contract_write():
         try:
-            return open("tests/test_props.py").read()
-        except OSError as exc:  # covered: the sandbox cannot open it
+            open("tests/test_props.py", "a").close()
+        except OSError as exc:  # read-only, as in the agent's run_tests
             return type(exc).__name__
+        return "written"
 
     def what_the_product_sees():
+        with open("shop/scratch.txt", "w") as f:  # its own copy of the tree: writable
+            f.write("product")
         return {
             "hypothesis": "hypothesis" in sys.modules,
             "pytest": "pytest" in sys.modules,
-            "contract": contract_text(),
+            "tree_writable": os.access("shop/__init__.py", os.W_OK),
+            "contract": "def test_price" in open("tests/test_props.py").read(),
+            "contract_write": contract_write(),
             "canary": os.path.exists("/patchwarden-canary"),
             "argv": sys.argv[:1],
         }
@@ -90,6 +96,8 @@ PRODUCT = textwrap.dedent(
 
 PROPS = textwrap.dedent(
     """
+    import os
+
     import hypothesis
     import pytest
     from hypothesis import given, strategies as st
@@ -117,7 +125,9 @@ PROPS = textwrap.dedent(
     def test_boundary():
         seen = shop.what_the_product_sees()
         assert seen["hypothesis"] is False and seen["pytest"] is True
-        assert seen["contract"] in ("", "PermissionError") and seen["canary"] is False
+        assert seen["tree_writable"] is True and seen["contract"] is True
+        assert seen["contract_write"] == "OSError" and seen["canary"] is False
+        assert not os.path.exists("shop/scratch.txt")  # the oracle's tree is not the copy
         assert shop.forge_modules() is True
         assert hypothesis.given is given  # the product's sys.modules is not the oracle's
 
@@ -194,6 +204,9 @@ def test_plain_calls_exceptions_and_handles_run_isolated(tree: Path) -> None:
         "handles": ("pass", "", "isolated"),
         "boundary": ("pass", "", "isolated"),
     }
+    # What the product wrote went with its copy of the tree.
+    assert not (tree / "shop" / "scratch.txt").exists()
+    assert not list(tree.parent.glob("patchwarden-product-*"))
 
 
 def test_a_property_that_cannot_cross_runs_in_process_and_says_why(tree: Path) -> None:
@@ -426,3 +439,15 @@ def test_a_missing_docstring_fails_the_introspecting_property_isolated(tmp_path:
     line = next(n for n, text in enumerate(lines, 1) if "has no docstring" in text)
     witness = f"prop.docstrings|AssertionError|tests/test_docs.py:{line}"
     assert got == {"docstrings": ("fail", witness, "isolated")}
+
+
+def test_a_tree_that_cannot_be_copied_for_the_product_is_an_error_not_a_verdict(
+    tmp_path: Path,
+) -> None:
+    # The product process works on a copy of the tree (writable, as the agent's run_tests
+    # tree is); a named pipe cannot be copied, so nothing is decided on that run.
+    root = introspection_tree(tmp_path / "fifo", documented=True)
+    os.mkfifo(root / "lib" / "pipe")
+    with pytest.raises(SandboxError, match="cannot copy the tree for the product process"):
+        run_introspection(root, "docstrings")
+    assert not list(root.parent.glob("patchwarden-product-*"))

@@ -175,6 +175,8 @@ class _Link:
             return ProductCrashed, f"the product process died of signal {code - 128}"
         if type(code) is int:
             return ProductExited, f"the product process exited with status {code}"
+        if type(status.get("error")) is str:
+            return ProductExited, f"the product process did not start: {status['error'][:300]}"
         return ProductExited, "the product process ended"
 
 
