@@ -78,7 +78,7 @@ def test_every_tool_is_listed_with_schemas_and_honest_annotations(harness: Harne
         assert published.output_schema == tool.result.model_json_schema(
             mode="serialization", by_alias=True
         ), tool.name
-        assert (published.title, published.description) == (tool.title, tool.description)
+        assert (published.title, published.description) == (tool.title, tool.published)
         assert published.annotations == tool.annotations, tool.name
     # The summary's fields are the protocol's: one schema, not three.
     verdict = tool_named("submit_patch").result.model_fields

@@ -111,6 +111,11 @@ class Tool(Generic[ArgsT, ResultT]):
         if not self.description.endswith(".") or not self.use.endswith("."):
             raise TypeError(f"tool {self.name}: description and use are whole sentences")
 
+    @property
+    def published(self) -> str:
+        """The description the client lists: what the tool does, then when to use it."""
+        return f"{self.description} Use it {self.use}"
+
 
 # -- shared by the handlers -------------------------------------------------------------------
 

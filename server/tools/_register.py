@@ -27,7 +27,7 @@ def register_tools(mcp: MCPServer[Any], session: Session) -> None:
             sdk_function(tool, session),
             name=tool.name,
             title=tool.title,
-            description=tool.description,
+            description=tool.published,
             annotations=tool.annotations,
         )
 
