@@ -266,8 +266,13 @@ def test_verdict_page_grid_matches_the_rows_of_the_bundle(
     if patch == "regression":
         assert "differential reject prop.order_total_non_negative: regression" in scorecard
     runs = page.split('id="runs"')[1].split("</section>")[0]
-    outputs = re.findall(r'href="(/verdicts/[^"]+/files/runs/[^"]+\.stdout\.txt)"', runs)
+    outputs = re.findall(r'href="(/verdicts/[^"]+/files/runs/[\w-]+\.stdout\.txt)"', runs)
     assert len(set(outputs)) == len(outputs) == 6  # two trees x three seeds
+    # An isolated run links its product process's output too.
+    product = re.findall(r'href="/verdicts/[^"]+/files/runs/([\w-]+)\.product\.stdout\.txt"', runs)
+    folder = site.logs / "verdicts" / vid / "runs"
+    isolated = [p.stem for p in folder.glob("*-seed*.json") if json.loads(p.read_text())["product"]]
+    assert sorted(product) == sorted(isolated)
 
 
 def test_run_output_opens_as_text(site: Site) -> None:
