@@ -57,7 +57,17 @@ from ._fixtures import (
 )
 from ._guard_tests import bare_name, guards_for
 from ._held_out import HELD_OUT_FILE, HeldOut, load_held_out
-from ._index import INDEX, VERDICT_ID, IndexCursor, Indexed, IndexLine, read_index
+from ._index import (
+    INDEX,
+    VERDICT_ID,
+    IndexCursor,
+    Indexed,
+    IndexLine,
+    decided_by,
+    derive_decided_by,
+    read_index,
+    reason_counts,
+)
 from ._process import serve_scorer, verdict_summary
 from ._score import RunProgress, ScoreRequest, Verdict, restore_from_parent, score
 from ._task import (
@@ -83,6 +93,7 @@ from .gate import (
     combine,
     decide,
     decide_property,
+    deciding_first,
     dump_rows,
     make_witness,
     normalise_witness,
@@ -192,6 +203,9 @@ __all__ = [
     "contract_skeleton",
     "decide",
     "decide_property",
+    "decided_by",
+    "deciding_first",
+    "derive_decided_by",
     "dump_rows",
     "envs_dir",
     "expire_tickets",
@@ -226,6 +240,7 @@ __all__ = [
     "read_rows",
     "read_testpaths",
     "read_ticket",
+    "reason_counts",
     "release_check",
     "require_test_ids",
     "restore_from_parent",

@@ -25,7 +25,7 @@ from patchwarden.sandbox import PropertyTarget
 
 from ._contract import Contract
 from ._held_out import HeldOut
-from .gate import Decision, GateResult, one_line
+from .gate import SEVERITY, Decision, GateResult, deciding_first, one_line
 
 GroupName = Literal["contract", "extra_seeds", "held_out"]
 HIDDEN_GROUPS: tuple[GroupName, ...] = ("extra_seeds", "held_out")
@@ -101,14 +101,11 @@ def plan_groups(
     return groups
 
 
-DECISION_ORDER: tuple[Decision, ...] = ("reject", "skipped", "propose_freeze", "accept")
-
-
 def combine_decisions(decisions: Iterable[Decision]) -> Decision:
     """Several gates' decisions as one: any reject rejects; a skipped gate proves nothing, so
     it comes next; then a proposal; accept only when every gate accepts."""
     given = set(decisions)
-    return next((d for d in DECISION_ORDER if d in given), "reject")
+    return next((d for d in SEVERITY if d in given), "reject")
 
 
 def hidden_decision(hidden: Mapping[str, GateResult]) -> Decision | None:
@@ -138,7 +135,10 @@ def hidden_note(hidden: Mapping[str, GateResult], *, extra_seeds: Sequence[int])
     lines = []
     for name, gate in hidden.items():
         label = f"extra seeds {list(extra_seeds)}" if name == "extra_seeds" else "held out"
-        reasons = ", ".join(f"{one_line(r.prop)}={r.reason}" for r in gate.results)
+        reasons = ", ".join(
+            f"{one_line(r.prop)}={r.reason}"
+            for r in deciding_first(gate.results, lambda r: r.decision)
+        )
         skipped = f" (gate skipped: {gate.skip_reason})" if gate.skip_reason else ""
         sides = "; ".join(
             f"{side} {c.lines} lines ({c.pass_} pass, {c.fail} fail)"

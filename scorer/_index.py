@@ -14,6 +14,11 @@ lock, with one policy:
 - any other line that is not an index line (not JSON, not an object, no usable
   ``verdict_id``, a field of the wrong type) is an :class:`InputError` naming
   ``file:line``: no reader shows a silently shorter list.
+
+What decided a verdict is worked out once, by :func:`derive_decided_by` when the scorer
+writes it, and stored as ``decided_by`` in both the index line and ``decision.json``; every
+reader (``verdicts list`` and ``show``, the view's list and pages) takes it from there with
+:func:`decided_by`, so none of them can tell a different story from the review note.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +39,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ._append import append_line
 from ._errors import InputError
+from ._groups import HIDDEN_GROUPS
+from .gate import deciding_first
 
 INDEX = "verdicts.jsonl"
 """The index's file name in the log directory."""
@@ -61,12 +68,84 @@ class IndexLine(BaseModel):
     """The contract gate's per-property results."""
     hidden: dict[str, str] | None = None
     """The hidden groups' decisions, by group."""
+    decided_by: list[str] | None = None
+    """What decided a verdict that is not an accept (:func:`derive_decided_by`); None on
+    lines written before it was recorded."""
     bundle: str | None = None
     """Where the bundle was published (readers look under ``verdicts/<id>`` instead)."""
 
     def to_json(self) -> dict[str, Any]:
         """The line as written: the fields it has, keys sorted."""
         return dict(sorted(self.model_dump(exclude_unset=True).items()))
+
+    def decided(self) -> list[str]:
+        """What decided this verdict (:func:`decided_by`)."""
+        return decided_by(self.to_json())
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def derive_decided_by(record: Mapping[str, Any]) -> list[str]:
+    """What decided a verdict, from its ``decision.json`` (or an index line, which lacks the
+    scorecard): nothing for an accept; else, in this order and each once, the reason codes
+    of the contract's rows that have the verdict's decision (``regression``,
+    ``missing_seed``, ``shared_variant_fail``) or its gate's skip reason (``no_parent``),
+    when that gate has the verdict's decision; each hidden group that has it (``held_out``,
+    ``extra_seeds``; not a group skipped beside a skipped contract gate); and, for a reject,
+    each scorecard check that rejected (``contract_tampered``; the ``differential`` check is
+    the gates above)."""
+    decision = record.get("decision")
+    if not isinstance(decision, str) or decision == "accept":
+        return []
+    found: list[str] = []
+    gate = record.get("gate_decision", decision)
+    if gate == decision:
+        skip = record.get("skip_reason")
+        if decision == "skipped" and isinstance(skip, str) and skip:
+            found.append(skip)
+        found += [
+            str(r.get("reason", "?"))
+            for r in _dicts(record.get("results"))
+            if r.get("decision") == decision
+        ]
+    hidden = record.get("hidden")
+    for group in HIDDEN_GROUPS:
+        section = record.get(group)
+        if isinstance(section, dict):
+            group_decision = section.get("decision")
+        else:
+            group_decision = hidden.get(group) if isinstance(hidden, dict) else None
+        if group_decision == decision and not (decision == "skipped" and gate == "skipped"):
+            found.append(group)
+    if decision == "reject":
+        found += [
+            str(c.get("check", "?"))
+            for c in _dicts(record.get("scorecard"))
+            if c.get("outcome") == "reject" and c.get("check") != "differential"
+        ]
+    return list(dict.fromkeys(found))
+
+
+def decided_by(record: Mapping[str, Any]) -> list[str]:
+    """What decided the verdict of ``record`` (an index line or a ``decision.json``): the
+    ``decided_by`` the scorer stored, else (a verdict written before it was stored)
+    :func:`derive_decided_by` of what the record holds."""
+    stored = record.get("decided_by")
+    if isinstance(stored, list) and all(isinstance(s, str) for s in stored):
+        return list(stored)
+    return derive_decided_by(record)
+
+
+def reason_counts(results: Any) -> list[tuple[str, int]]:
+    """The per-property reason codes with their counts, the deciding ones first
+    (``[("regression", 1), ("both_pass", 57)]``)."""
+    counts: dict[str, int] = {}
+    for result in deciding_first(_dicts(results), lambda r: r.get("decision")):
+        reason = str(result.get("reason", "?"))
+        counts[reason] = counts.get(reason, 0) + 1
+    return list(counts.items())
 
 
 def append_index(log_dir: Path, line: IndexLine) -> None:

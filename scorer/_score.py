@@ -17,6 +17,7 @@ many requests' units in one executor.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib.util
 import itertools
 import os
@@ -63,7 +64,7 @@ from ._groups import (
     split_run_name,
 )
 from ._held_out import HeldOut, load_held_out
-from ._index import IndexLine
+from ._index import IndexLine, derive_decided_by
 from ._pinning import Pinning, Submit, pin_boundaries
 from .checks import (
     Change,
@@ -135,7 +136,19 @@ class Verdict:
         """The hidden groups' decision; None when there are none."""
         return hidden_decision(self.hidden)
 
+    @property
+    def decided_by(self) -> list[str]:
+        """What decided this verdict (scorer/_index.py ``derive_decided_by``): what the review
+        note, ``decision.json`` and the index line all say."""
+        return derive_decided_by(self._record())
+
     def to_json(self) -> dict[str, object]:
+        """``decision.json``."""
+        out = self._record()
+        out["decided_by"] = derive_decided_by(out)
+        return out
+
+    def _record(self) -> dict[str, object]:
         out: dict[str, object] = {
             **self.gate.to_json(),
             "decision": self.decision,
@@ -169,6 +182,7 @@ class Verdict:
                 "resolved_contract_hash": self.resolved_contract_hash,
                 "results": [r.model_dump(mode="json") for r in self.gate.results],
                 **hidden,
+                "decided_by": self.decided_by,
                 "bundle": str(self.bundle),
             }
         )
@@ -646,7 +660,6 @@ def finish_score(
         decision = final_decision(
             combine_decisions([gate.decision, *(g.decision for g in gates.values())]), scorecard
         )
-        note = _note(gate, gates, decision, scorecard, plan.extra_seeds)
         if decision == "propose_freeze":
             ticket = _write_ticket(log_dir, plan, bundle.verdict_id, [gate, *gates.values()])
         verdict = Verdict(
@@ -658,13 +671,15 @@ def finish_score(
             parent_sha=plan.parent_sha,
             patch_sha=plan.patch_sha,
             bundle=bundle.final,
-            review_note=note + check_lines(scorecard),
+            review_note="",
             ticket=ticket,
             request_id=plan.request.request_id,
             hidden=gates,
             extra_seeds=plan.extra_seeds,
             held_out=plan.held_out,
         )
+        note = _note(gate, gates, verdict, plan.extra_seeds)
+        verdict = dataclasses.replace(verdict, review_note=note + check_lines(scorecard))
         _write_bundle(bundle, plan, verdict, note, before.diff, outcomes)
         pause_point("bundle")
         bundle.publish(verdict.index_line())
@@ -701,19 +716,26 @@ def _gates(plan: ScorePlan, rows: Rows, skip: SkipReason | None) -> dict[str, Ga
 def _note(
     gate: GateResult,
     hidden: Mapping[str, GateResult],
-    decision: Decision,
-    scorecard: Sequence[Check],
+    verdict: Verdict,
     extra_seeds: Sequence[int],
 ) -> str:
-    """The four-line review note, with the findings that are not the gate's, and the hidden
-    groups' lines."""
-    findings = [f"{name}: {g.decision}" for name, g in hidden.items() if g.decision != "accept"]
+    """The four-line review note: the decision and what decided it (the verdict's
+    ``decided_by``, as decision.json and the index line have it), the findings that did not
+    pass and did not decide; then the hidden groups' lines."""
+    decided = verdict.decided_by
+    findings = [
+        f"{name}: {g.decision}"
+        for name, g in hidden.items()
+        if g.decision != "accept" and name not in decided
+    ]
     findings += [
         f"{c.check}: {c.outcome}"
-        for c in scorecard
-        if c.outcome not in ("pass", "note") and c.check != "differential"
+        for c in verdict.scorecard
+        if c.outcome not in ("pass", "note")
+        and c.check != "differential"
+        and c.check not in decided
     ]
-    note = review_note(gate, final=decision, findings=findings)
+    note = review_note(gate, final=verdict.decision, findings=findings, decided_by=decided)
     return note + hidden_note(hidden, extra_seeds=extra_seeds)
 
 

@@ -13,7 +13,16 @@ from pathlib import Path
 import git
 import pytest
 
-from patchwarden.scorer import Contract, GateResult, Property, RunRow, decide
+from patchwarden.scorer import (
+    Contract,
+    GateResult,
+    Property,
+    PropertyResult,
+    RunRow,
+    SideCounts,
+    decide,
+    review_note,
+)
 from patchwarden.scorer._score import _changed_sources, _changes
 from patchwarden.scorer.checks import (
     Check,
@@ -21,6 +30,7 @@ from patchwarden.scorer.checks import (
     check_spec_review,
     check_suspicious,
     check_test_tampering,
+    differential_check,
 )
 from patchwarden.scorer.checks._spec_review import boundary_changes
 from tests._git_repos import commit, init_repo
@@ -366,6 +376,62 @@ def test_check_lines_are_one_per_check() -> None:
         "check suspicious         review  a.py:1: calls os._exit (+1 more)",
         "check spec_review        review  x\\ny",
     ]
+
+
+def _gate_of(results: list[tuple[str, str, str]], decision: str) -> GateResult:
+    return GateResult(
+        decision=decision,  # type: ignore[arg-type]
+        contract_hash="sha256:c",
+        results=[PropertyResult(prop=p, decision=d, reason=r) for p, d, r in results],  # type: ignore[arg-type]
+        counts={"parent": SideCounts(lines=0), "patch": SideCounts(lines=0)},
+    )
+
+
+def test_the_differential_line_names_the_row_that_decided() -> None:
+    """The trial that found it: 58 passing guards and the target before one regressing
+    guard; the line named the first property, a row that decided nothing."""
+    rows = [("prop.reversed_range", "accept", "parent_fail_cleared")]
+    rows += [(f"guard.g{i:02}", "accept", "both_pass") for i in range(57)]
+    rows.insert(41, ("guard.asserts_the_bug", "reject", "regression"))
+    gate = _gate_of(rows, "reject")
+    check = differential_check(gate, {})
+    assert check.outcome == "reject"
+    assert check.evidence[:3] == [
+        "guard.asserts_the_bug: regression",
+        "prop.reversed_range: parent_fail_cleared",
+        "guard.g00: both_pass",
+    ]
+    assert len(check.evidence) == 59
+    assert check_lines([check]) == (
+        "check differential  reject  guard.asserts_the_bug: regression (+58 more)\n"
+    )
+    note = review_note(gate, decided_by=["regression"]).splitlines()
+    assert note[1] == "decision: reject (decided by regression)"
+    assert note[2].startswith(
+        "properties: guard.asserts_the_bug=regression, prop.reversed_range=parent_fail_cleared, "
+    )
+
+
+def test_a_hidden_group_that_decided_leads_the_differential_evidence() -> None:
+    gate = _gate_of([("prop.a", "accept", "parent_fail_cleared")], "accept")
+    extra = _gate_of([("prop.a", "accept", "parent_fail_cleared")], "accept")
+    held = _gate_of(
+        [("held.b", "accept", "both_pass"), ("held.c", "reject", "uniform_fail")], "reject"
+    )
+    check = differential_check(gate, {"extra_seeds": extra, "held_out": held})
+    assert (check.outcome, check.evidence) == (
+        "reject",
+        [
+            "held_out: held.c: uniform_fail",
+            "prop.a: parent_fail_cleared",
+            "extra_seeds: prop.a: parent_fail_cleared",
+            "held_out: held.b: both_pass",
+        ],
+    )
+    proposal = _gate_of(
+        [("prop.a", "accept", "both_pass"), ("prop.b", "propose_freeze", "s")], "propose_freeze"
+    )
+    assert differential_check(proposal, {}).evidence == ["prop.b: s", "prop.a: both_pass"]
 
 
 def test_the_scorer_facade_matches_its_modules() -> None:

@@ -18,6 +18,7 @@ from ._base import (
     SourceChange,
     matches,
 )
+from ._check_differential import differential_check
 from ._check_fixture_drifted import fixture_drifts, snapshot
 from ._check_forged import forgeries
 from ._check_spec_review import check_spec_review
@@ -55,6 +56,7 @@ __all__ = [
     "check_spec_review",
     "check_suspicious",
     "check_test_tampering",
+    "differential_check",
     "final_decision",
     "find_suspicious",
     "fixture_drifts",

@@ -16,11 +16,12 @@ from ._gate import (
     decide,
     decide_property,
 )
-from ._review import one_line, review_note
+from ._review import SEVERITY, deciding_first, one_line, review_note
 from ._rows import RunRow, dump_rows, parse_rows, read_rows
 from ._witness import make_witness, normalise_witness
 
 __all__ = [
+    "SEVERITY",
     "Decision",
     "GateResult",
     "PropertyResult",
@@ -31,6 +32,7 @@ __all__ = [
     "combine",
     "decide",
     "decide_property",
+    "deciding_first",
     "dump_rows",
     "make_witness",
     "normalise_witness",
