@@ -17,7 +17,18 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from patchwarden.scorer import (
+    GateResult,
+    PropertyResult,
+    SideCounts,
+    deciding_first,
+    derive_decided_by,
+    review_note,
+)
+
 DECISIONS = ("accept", "reject", "propose_freeze", "skipped")
+OUTCOMES = (("reject", "reject"), ("skipped", "review"), ("propose_freeze", "review"))
+"""The differential check's outcome of the gates' decisions, the first that one has."""
 DIFF = """\
 diff --git a/orders/total.py b/orders/total.py
 index 57e8d4d..1267c47 100644
@@ -56,14 +67,22 @@ def write_verdict(
     n: int,
     *,
     decision: str = "accept",
+    gate_decision: str | None = None,
     props: Sequence[str] = ("prop.a", "prop.b", "prop.c"),
+    results: dict[str, tuple[str, str]] | None = None,
     seeds: Sequence[int] = (11, 29, 47),
     held_out: Sequence[str] = (),
+    held_out_decision: str = "accept",
     failing: dict[tuple[str, str, int], str] | None = None,
     evidence: Sequence[str] = ("orders/total.py: bulk_price: numeric constants: removed 2",),
     index: bool = True,
 ) -> str:
-    """Write verdict number ``n``'s bundle (and, with ``index``, its index line); its id."""
+    """Write verdict number ``n``'s bundle (and, with ``index``, its index line); its id.
+
+    ``decision`` is the verdict's; ``gate_decision`` the contract gate's (default the same),
+    each property's result that decision with its usual reason unless ``results`` gives
+    (decision, reason) for it; ``held_out_decision`` the held-out group's. What decided and
+    the review note's decision line come from the scorer's own functions."""
     vid = verdict_id(n)
     parent_sha, patch_sha = f"{n:040x}"[::-1], f"{n:040x}"
     bundle = log_dir / "verdicts" / vid
@@ -83,40 +102,73 @@ def write_verdict(
             "fail": fails,
             "ignored": 0,
         }
-    reason = {"accept": "both_pass", "reject": "regression"}.get(decision, "shared_variant_fail")
-    results = [{"prop": p, "decision": decision, "reason": reason} for p in props]
+    gate = gate_decision or decision
+    usual = {"accept": "both_pass", "reject": "regression"}.get(gate, "shared_variant_fail")
+    given = results or {}
+    results_json = [
+        {
+            "prop": p,
+            "decision": given.get(p, (gate, usual))[0],
+            "reason": given.get(p, (gate, usual))[1],
+        }
+        for p in props
+    ]
+    held_reason = "both_pass" if held_out_decision == "accept" else "uniform_fail"
+    held_json = [
+        {"prop": p, "decision": held_out_decision, "reason": held_reason} for p in held_out
+    ]
+    lines = [(r["decision"], f"{r['prop']}: {r['reason']}") for r in results_json]
+    lines += [(r["decision"], f"held_out: {r['prop']}: {r['reason']}") for r in held_json]
+    gates = [gate, *([held_out_decision] if held_out else [])]
+    outcome = next((o for d, o in OUTCOMES if d in gates), "pass")
     scorecard = [
         {"check": "contract_tampered", "outcome": "pass", "evidence": []},
-        {"check": "differential", "outcome": "pass", "evidence": [f"{p}: {reason}" for p in props]},
+        {
+            "check": "differential",
+            "outcome": outcome,
+            "evidence": [line for _, line in deciding_first(lines, lambda pair: pair[0])],
+        },
         {"check": "spec_review", "outcome": "review", "evidence": list(evidence)},
     ]
-    decision_json = {
+    decision_json: dict[str, Any] = {
         "decision": decision,
         "contract_hash": f"sha256:{n:064x}",
-        "results": results,
+        "results": results_json,
         "counts": counts,
-        "gate_decision": decision,
+        "gate_decision": gate,
         "verdict_id": vid,
         "parent_sha": parent_sha,
         "patch_sha": patch_sha,
         "scorecard": scorecard,
     }
     if held_out:
-        decision_json["held_out"] = {
-            "results": [{"prop": p, "decision": "accept", "reason": "both_pass"} for p in held_out]
-        }
+        decision_json["held_out"] = {"decision": held_out_decision, "results": held_json}
+    decided = derive_decided_by(decision_json)
+    decision_json["decided_by"] = decided
+    note = review_note(
+        GateResult(
+            decision=gate,  # type: ignore[arg-type]
+            contract_hash=decision_json["contract_hash"],
+            results=[PropertyResult.model_validate(r) for r in results_json],
+            counts={
+                side: SideCounts(lines=c["lines"], pass_=c["pass"], fail=c["fail"])
+                for side, c in counts.items()
+            },
+        ),
+        final=decision,
+        decided_by=decided,
+        findings=["spec_review: review"],
+    )
+    if held_out:
+        reasons = ", ".join(f"{r['prop']}={r['reason']}" for r in held_json)
+        note += f"held out: {held_out_decision}: {reasons}\n"
     files = {
         "decision.json": json.dumps(decision_json, indent=2),
         "scorecard.json": json.dumps(scorecard, indent=2),
         "contract.resolved.json": json.dumps(
             {"seeds": list(seeds), "properties": [{"id": p, "test": f"t.py::{p}"} for p in props]}
         ),
-        "review-note.txt": (
-            f"contract: sha256:{n:064x}\ndecision: {decision}\n"
-            f"properties: {', '.join(f'{p}={reason}' for p in props)}\n"
-            f"rows: parent {counts['parent']['lines']} lines; "
-            f"patch {counts['patch']['lines']} lines\n"
-        ),
+        "review-note.txt": note,
         "parent.jsonl": "".join(json.dumps(r) + "\n" for r in rows["parent"]),
         "patch.jsonl": "".join(json.dumps(r) + "\n" for r in rows["patch"]),
         "restored.json": json.dumps(["tests/test_orders.py: restored from the parent"]),
@@ -138,11 +190,13 @@ def write_verdict(
             {
                 "verdict_id": vid,
                 "decision": decision,
-                "gate_decision": decision,
+                "gate_decision": gate,
                 "parent_sha": parent_sha,
                 "patch_sha": patch_sha,
                 "contract_hash": decision_json["contract_hash"],
-                "results": results,
+                "results": results_json,
+                **({"hidden": {"held_out": held_out_decision}} if held_out else {}),
+                "decided_by": decided,
                 "bundle": str(bundle),
             },
         )

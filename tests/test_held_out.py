@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -456,10 +457,71 @@ def test_verdicts_show_marks_the_hidden_results(scored: dict[str, Verdict]) -> N
         text=True,
     )
     assert proc.returncode == 0, proc.stderr
-    lines = [" ".join(line.split()) for line in proc.stdout.splitlines()]
-    assert "prop.clamp_above accept parent_fail_cleared" in lines
-    assert f"{HELD_OUT_ID} (held out) reject uniform_fail" in lines
-    assert "prop.clamp_above (extra seeds) accept parent_fail_cleared" in lines
+    lines = proc.stdout.splitlines()
+    assert lines[1] == "decision  reject (decided by held_out; gate: accept)"
+    table = lines[lines.index(next(line for line in lines if line.startswith("PROPERTY"))) :]
+    assert [" ".join(line.split()) for line in table[:5]] == [
+        "PROPERTY DECISION REASON",
+        f"{HELD_OUT_ID} (held out) reject uniform_fail",
+        "prop.clamp_above accept parent_fail_cleared",
+        "prop.clamp_above (extra seeds) accept parent_fail_cleared",
+        "",
+    ]
+    differential = next(line for line in lines if line.startswith("differential"))
+    assert differential.split(None, 2) == [
+        "differential",
+        "reject",
+        f"held_out: {HELD_OUT_ID}: uniform_fail",
+    ]
+
+
+@pytest.mark.bwrap
+def test_a_held_out_reject_is_one_reject_everywhere_a_reviewer_looks(
+    scored: dict[str, Verdict],
+) -> None:
+    """The review note, ``score``'s check line, ``verdicts list``, the view's list and its
+    page all say what decision.json and the index line say: a reject decided by held_out."""
+    from click.testing import CliRunner
+    from starlette.testclient import TestClient
+
+    from patchwarden.server._view import create_app
+    from patchwarden.server.cli import cli
+
+    cheat = scored["cheat"]
+    log_dir = cheat.bundle.parent.parent
+    decision = json.loads((cheat.bundle / "decision.json").read_text())
+    assert decision["decided_by"] == ["held_out"] == cheat.decided_by
+    note = cheat.review_note.splitlines()
+    assert note[1] == (
+        "decision: reject (decided by held_out; gate: accept; spec_review: review; "
+        "suspicious: review)"
+    )
+    assert (
+        f"check differential       reject  held_out: {HELD_OUT_ID}: uniform_fail (+2 more)" in note
+    )
+    assert (cheat.bundle / "review-note.txt").read_text().splitlines()[1] == note[1]
+
+    listed = CliRunner().invoke(cli, ["verdicts", "list", "--log-dir", str(log_dir)])
+    assert listed.exit_code == 0, listed.output
+    order = ["honest", "cheat", "hole", "cheat-visible-only"]
+    rows = [
+        f"{v.verdict_id}  {v.decision}    {'held_out' if v.decision == 'reject' else '-':<10}  "
+        f"accept  {v.patch_sha[:12]}  {v.parent_sha[:12]}  1 parent_fail_cleared"
+        for v in (scored[name] for name in order)
+    ]
+    assert listed.output.splitlines() == [
+        f"VERDICT{' ' * 27}DECISION  DECIDED BY  GATE    PATCH         PARENT        REASONS",
+        *rows,
+        f"4 verdicts; bundles under {log_dir / 'verdicts'}",
+    ]
+
+    view = TestClient(create_app(log_dir), base_url="http://127.0.0.1:8766")
+    listing = view.get("/?decision=reject").text
+    assert listing.count('<small class="decided-by">decided by held_out</small>') == 2
+    assert 'reject <span class="n">2</span>' in listing
+    page = view.get(f"/verdicts/{cheat.verdict_id}").text
+    assert '<tr><th>decided by</th><td id="decided-by">held_out</td></tr>' in page
+    assert re.findall(r'<th class="prop">([^<]+?)[ <]', page)[0] == HELD_OUT_ID
 
 
 @pytest.mark.bwrap

@@ -1,7 +1,9 @@
 """End to end on the orders example: ``score`` prints the note and one line per check, writes
 a ticket for a propose_freeze, and ``verdicts list|show`` read it all back.
 
-Two real scorer runs (two trees x three seeds each, sandboxed), shared by the module.
+Two real scorer runs (two trees x three seeds each, sandboxed), shared by the module. What
+decided a verdict, and which rows lead, on synthetic bundles (tests/_view_data.py) shaped as
+the scorer writes them: a reject decided by one guard among 59 rows, and a held-out reject.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ import git
 import pytest
 from click.testing import CliRunner
 
+from patchwarden.scorer import decided_by
 from patchwarden.scorer.checks import SCORECARD
 from patchwarden.server.cli import cli
 from tests._git_repos import GIT_ENV, commit
+from tests._view_data import write_verdict
 from tests.conftest import CONTRACT
 
 pytestmark = pytest.mark.bwrap
@@ -149,16 +153,24 @@ def test_a_propose_freeze_verdict_writes_a_ticket_bound_to_its_patch(scored: Sco
 
 
 def test_verdicts_list_is_a_table_and_json(scored: Scored) -> None:
-    code, out, err = _cli("verdicts", "list", "--log-dir", str(scored.logs))
-    assert (code, err) == (0, "")
-    lines = out.splitlines()
-    assert lines[0].split() == ["VERDICT", "DECISION", "GATE", "PATCH", "PARENT", "REASONS"]
-    assert [line.split()[1] for line in lines[1:3]] == ["accept", "propose_freeze"]
-    assert "2 both_pass, 1 parent_fail_cleared" in lines[1]
-    assert lines[3].startswith("2 verdicts; bundles under ")
     code, out, _ = _cli("verdicts", "list", "--log-dir", str(scored.logs), "--json")
     entries = json.loads(out)
     assert [e["decision"] for e in entries] == ["accept", "propose_freeze"]
+    assert [e["decided_by"] for e in entries] == [[], ["shared_variant_fail"]]
+    accept, proposal = entries
+    code, out, err = _cli("verdicts", "list", "--log-dir", str(scored.logs))
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        f"VERDICT{' ' * 27}DECISION        DECIDED BY           GATE            PATCH"
+        "         PARENT        REASONS",
+        f"{accept['verdict_id']}  accept          -                    accept          "
+        f"{accept['patch_sha'][:12]}  {accept['parent_sha'][:12]}  "
+        "2 both_pass, 1 parent_fail_cleared",
+        f"{proposal['verdict_id']}  propose_freeze  shared_variant_fail  propose_freeze  "
+        f"{proposal['patch_sha'][:12]}  {proposal['parent_sha'][:12]}  "
+        "1 shared_variant_fail, 2 both_pass",
+        f"2 verdicts; bundles under {scored.logs / 'verdicts'}",
+    ]
 
 
 def test_verdicts_show_reads_a_verdict_by_prefix(scored: Scored) -> None:
@@ -167,12 +179,13 @@ def test_verdicts_show_reads_a_verdict_by_prefix(scored: Scored) -> None:
     code, out, err = _cli("verdicts", "show", verdict_id[:-2], "--log-dir", str(scored.logs))
     assert (code, err) == (0, "")
     assert f"verdict   {verdict_id}" in out
-    assert "decision  propose_freeze (gate: propose_freeze)" in out
+    assert "decision  propose_freeze (decided by shared_variant_fail)" in out
     assert f"ticket    {verdict_id} (proposed)" in out
     assert "prop.bulk_rounding                propose_freeze  shared_variant_fail" in out
     assert "parent  9      7     2     0" in out and "patch   9      7     2     0" in out
     assert "CHECK              OUTCOME  EVIDENCE" in out
-    assert "review note (review-note.txt):" in out and "  decision: propose_freeze" in out
+    assert "review note (review-note.txt):" in out
+    assert "  decision: propose_freeze (decided by shared_variant_fail)" in out
     assert f"files: {scored.logs / 'verdicts' / verdict_id}" in out and "  patch.diff" in out
     code, out, _ = _cli("verdicts", "show", verdict_id, "--log-dir", str(scored.logs), "--json")
     shown = json.loads(out)
@@ -220,3 +233,193 @@ def test_verdicts_errors_are_one_line(scored: Scored, tmp_path: Path) -> None:
     assert _cli("verdicts", "list", "--log-dir", str(tmp_path / "empty"))[1].startswith(
         "no verdicts in "
     )
+
+
+# -- what decided, from the one record (synthetic bundles, nothing runs) -------------------
+
+GUARDS = [f"guard.g{i:02}" for i in range(57)]
+TRIAL_PROPS = ("prop.reversed_range", *GUARDS[:40], "guard.asserts_the_bug", *GUARDS[40:])
+"""The trial that found it: the target, then 57 guards, one of which regresses (59 rows)."""
+
+
+@pytest.fixture
+def synthetic(tmp_path: Path) -> tuple[Path, str, str]:
+    """A reject decided by the 42nd of 59 rows, and a held-out reject the gate accepted."""
+    regression = write_verdict(
+        tmp_path,
+        1,
+        decision="reject",
+        props=TRIAL_PROPS,
+        results={
+            p: ("accept", "both_pass" if p.startswith("guard.g") else "parent_fail_cleared")
+            for p in TRIAL_PROPS
+        }
+        | {"guard.asserts_the_bug": ("reject", "regression")},
+    )
+    held_out = write_verdict(
+        tmp_path,
+        2,
+        decision="reject",
+        gate_decision="accept",
+        props=("prop.clamp_above",),
+        results={"prop.clamp_above": ("accept", "parent_fail_cleared")},
+        held_out=("held.clamp_above_anywhere",),
+        held_out_decision="reject",
+    )
+    return tmp_path, regression, held_out
+
+
+def test_verdicts_list_names_what_decided(synthetic: tuple[Path, str, str]) -> None:
+    logs, regression, held_out = synthetic
+    code, out, err = _cli("verdicts", "list", "--log-dir", str(logs))
+    assert (code, err) == (0, "")
+    sha = {
+        vid: (f"{n:040x}"[:12], f"{n:040x}"[::-1][:12])
+        for n, vid in ((1, regression), (2, held_out))
+    }
+    assert out.splitlines() == [
+        f"VERDICT{' ' * 27}DECISION  DECIDED BY  GATE    PATCH         PARENT        REASONS",
+        f"{regression}  reject    regression  reject  {sha[regression][0]}  "
+        f"{sha[regression][1]}  1 regression, 1 parent_fail_cleared, 57 both_pass",
+        f"{held_out}  reject    held_out    accept  {sha[held_out][0]}  {sha[held_out][1]}  "
+        "1 parent_fail_cleared",
+        f"2 verdicts; bundles under {logs / 'verdicts'}",
+    ]
+
+
+def _section(out: str, heading: str) -> list[str]:
+    """The lines of ``verdicts show``'s block that starts with ``heading``."""
+    block = next(b for b in out.split("\n\n") if b.startswith(heading))
+    return block.splitlines()
+
+
+def test_verdicts_show_leads_with_the_row_that_decided(synthetic: tuple[Path, str, str]) -> None:
+    logs, regression, _ = synthetic
+    code, out, err = _cli("verdicts", "show", regression, "--log-dir", str(logs))
+    assert (code, err) == (0, "")
+    assert out.splitlines()[1] == "decision  reject (decided by regression)"
+    properties = _section(out, "PROPERTY")
+    assert len(properties) == 1 + 59
+    assert properties[1:3] == [
+        "guard.asserts_the_bug  reject    regression",
+        "prop.reversed_range    accept    parent_fail_cleared",
+    ]
+    checks = _section(out, "CHECK")
+    differential = checks[2:16]
+    assert differential[0] == "differential       reject   guard.asserts_the_bug: regression"
+    assert differential[1].split() == ["prop.reversed_range:", "parent_fail_cleared"]
+    assert differential[12].split() == ["(+47", "more", "in", "scorecard.json)"]
+    note = _section(out, "review note")
+    assert note[2] == "  decision: reject (decided by regression; spec_review: review)"
+    assert note[3].startswith("  properties: guard.asserts_the_bug=regression, prop.reversed")
+
+
+def test_verdicts_show_a_held_out_reject_says_so(synthetic: tuple[Path, str, str]) -> None:
+    logs, _, held_out = synthetic
+    code, out, err = _cli("verdicts", "show", held_out, "--log-dir", str(logs))
+    assert (code, err) == (0, "")
+    assert out.splitlines()[1] == "decision  reject (decided by held_out; gate: accept)"
+    assert _section(out, "PROPERTY") == [
+        "PROPERTY                              DECISION  REASON",
+        "held.clamp_above_anywhere (held out)  reject    uniform_fail",
+        "prop.clamp_above                      accept    parent_fail_cleared",
+    ]
+    assert _section(out, "CHECK")[2:4] == [
+        "differential       reject   held_out: held.clamp_above_anywhere: uniform_fail",
+        "                            prop.clamp_above: parent_fail_cleared",
+    ]
+    assert _section(out, "review note")[2] == (
+        "  decision: reject (decided by held_out; gate: accept; spec_review: review)"
+    )
+
+
+def test_every_deciding_row_is_shown_however_many(tmp_path: Path) -> None:
+    props = [f"guard.g{i:02}" for i in range(30)]
+    vid = write_verdict(
+        tmp_path,
+        3,
+        decision="reject",
+        props=props,
+        results={
+            p: ("reject" if i % 2 else "accept", "regression" if i % 2 else "both_pass")
+            for i, p in enumerate(props)
+        },
+    )
+    out = _cli("verdicts", "show", vid, "--log-dir", str(tmp_path))[1]
+    shown = _section(out, "CHECK")[2:18]
+    # All 15 regressions, past the twelve lines a check shows; then the rest counted.
+    assert [line.split()[-1] for line in shown[:15]] == ["regression"] * 15
+    assert shown[15].split() == ["(+15", "more", "in", "scorecard.json)"]
+
+
+@pytest.mark.parametrize(
+    ("record", "decided"),
+    [
+        ({"decision": "accept", "gate_decision": "accept", "scorecard": []}, []),
+        (
+            {
+                "decision": "reject",
+                "gate_decision": "reject",
+                "results": [
+                    {"prop": "a", "decision": "accept", "reason": "both_pass"},
+                    {"prop": "b", "decision": "reject", "reason": "regression"},
+                    {"prop": "c", "decision": "propose_freeze", "reason": "shared_variant_fail"},
+                    {"prop": "d", "decision": "reject", "reason": "regression"},
+                ],
+                "scorecard": [
+                    {"check": "contract_tampered", "outcome": "reject"},
+                    {"check": "differential", "outcome": "reject"},
+                    {"check": "spec_review", "outcome": "review"},
+                ],
+            },
+            ["regression", "contract_tampered"],
+        ),
+        (
+            {
+                "decision": "reject",
+                "gate_decision": "accept",
+                "results": [{"prop": "a", "decision": "accept", "reason": "parent_fail_cleared"}],
+                "extra_seeds": {"decision": "accept", "results": []},
+                "held_out": {"decision": "reject", "results": []},
+            },
+            ["held_out"],
+        ),
+        (
+            {"decision": "reject", "gate_decision": "accept", "hidden": {"extra_seeds": "reject"}},
+            ["extra_seeds"],
+        ),
+        (
+            {
+                "decision": "skipped",
+                "gate_decision": "skipped",
+                "skip_reason": "no_parent",
+                "results": [],
+                "held_out": {"decision": "skipped", "skip_reason": "no_parent", "results": []},
+            },
+            ["no_parent"],
+        ),
+        (
+            {
+                "decision": "propose_freeze",
+                "results": [
+                    {"prop": "a", "decision": "propose_freeze", "reason": "shared_variant_fail"}
+                ],
+            },
+            ["shared_variant_fail"],
+        ),
+        ({"decision": "reject", "decided_by": ["as stored"], "results": []}, ["as stored"]),
+    ],
+    ids=[
+        "accept",
+        "regression-and-tampered",
+        "held-out",
+        "old-index-line",
+        "skipped",
+        "gate-alone",
+        "stored",
+    ],
+)
+def test_what_decided_is_one_rule_over_the_record(
+    record: dict[str, object], decided: list[str]
+) -> None:
+    assert decided_by(record) == decided

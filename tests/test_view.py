@@ -259,6 +259,62 @@ def test_verdict_page_shows_grid_held_out_rows_and_escapes_everything(view: Test
     assert '<span class="n">BULK_FACTOR</span>' in text  # the diff, highlighted as Python
 
 
+def test_a_held_out_reject_shows_as_one_in_the_list_and_its_page(tmp_path: Path) -> None:
+    """The list and the page say what decision.json, the index line and the review note say
+    (``decided_by``): the gate accepted, the held-out property rejected."""
+    vid = write_verdict(
+        tmp_path,
+        1,
+        decision="reject",
+        gate_decision="accept",
+        props=("prop.clamp_above",),
+        results={"prop.clamp_above": ("accept", "parent_fail_cleared")},
+        held_out=("held.clamp_above_anywhere",),
+        held_out_decision="reject",
+    )
+    view = client(tmp_path)
+    listing = view.get("/").text
+    row = listing.split('<tr class="row-reject">')[1].split("</tr>")[0]
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+    assert cells[1] == (
+        '<span class="badge d-reject">reject</span><br><small class="decided-by">decided by '
+        "held_out</small><br><small>gate: accept</small>"
+    )
+    page = view.get(f"/verdicts/{vid}").text
+    assert '<tr><th>decided by</th><td id="decided-by">held_out</td></tr>' in page
+    assert "<tr><th>gate</th><td>accept</td></tr>" in page
+    assert re.findall(r'<th class="prop">([^<]+?)[ <]', page) == [
+        "held.clamp_above_anywhere",
+        "prop.clamp_above",
+    ]
+    note = (tmp_path / "verdicts" / vid / "review-note.txt").read_text().splitlines()
+    assert note[1] == "decision: reject (decided by held_out; gate: accept; spec_review: review)"
+    assert html.escape(note[1], quote=False) in page
+
+
+def test_the_row_that_decided_leads_the_grid_and_the_reasons(tmp_path: Path) -> None:
+    props = ("prop.target", *(f"guard.g{i:02}" for i in range(20)), "guard.asserts_the_bug")
+    results = {p: ("accept", "both_pass") for p in props}
+    results["prop.target"] = ("accept", "parent_fail_cleared")
+    results["guard.asserts_the_bug"] = ("reject", "regression")
+    vid = write_verdict(tmp_path, 1, decision="reject", props=props, results=results)
+    view = client(tmp_path)
+    row = view.get("/").text.split('<tr class="row-reject">')[1].split("</tr>")[0]
+    assert '<small class="decided-by">decided by regression</small>' in row
+    reasons = re.findall(r'<span class="reason r-\w+">([^<]+)</span>', row)
+    assert reasons == ["regression", "parent_fail_cleared", "both_pass \u00d720"]
+    page = view.get(f"/verdicts/{vid}").text
+    assert re.findall(r'<th class="prop">([^<]+?)</th>', page)[:2] == [
+        "guard.asserts_the_bug",
+        "prop.target",
+    ]
+    evidence = page.split('id="check-differential"')[1].split("</tr>")[0]
+    assert re.findall(r"<li>([^<]+)</li>", evidence)[:2] == [
+        "guard.asserts_the_bug: regression",
+        "prop.target: parent_fail_cleared",
+    ]
+
+
 def test_prev_and_next_follow_the_list_and_its_filter(view: TestClient) -> None:
     middle = verdict_id(101)  # a reject: decisions cycle, 101 % 4 == 1
     page = view.get(f"/verdicts/{middle}").text

@@ -179,7 +179,7 @@ def rows_in_bundle(bundle: Path) -> dict[tuple[str, str, str], tuple[str, str]]:
 def test_list_shows_every_verdict_with_its_decision_and_the_torn_line(
     site: Site, artefacts: Path
 ) -> None:
-    page = screenshot(site.url, artefacts / "view-list.png", 560)
+    page = screenshot(site.url, artefacts / "view-list.png", 600)
     rows = re.findall(r'<tr class="row-([a-z_]+)">(.*?)</tr>', page, re.S)
     listed = {
         re.search(r'class="vid"[^>]*>([^<]+)<', row).group(1): decision  # type: ignore[union-attr]

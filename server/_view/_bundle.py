@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchwarden.scorer import normalise_witness
+from patchwarden.scorer import deciding_first, normalise_witness
 
 SIDES = ("parent", "patch")
 MAX_JSON_BYTES = 32 * 1024 * 1024
@@ -293,7 +293,8 @@ def build_grid(view: BundleView, contract: dict[str, Any] | None) -> Grid:
         )
     return Grid(
         seeds=seeds,
-        rows=tuple(grid_rows),
+        # The rows that decided lead, as in ``verdicts show`` (a row without a result last).
+        rows=tuple(deciding_first(grid_rows, lambda r: r.decision or "accept")),
         counts={side: SideCount(*counts[side]) for side in SIDES},
     )
 

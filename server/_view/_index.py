@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchwarden.scorer import VERDICT_ID, VERDICTS_DIR, IndexCursor, Indexed
+from patchwarden.scorer import VERDICT_ID, VERDICTS_DIR, IndexCursor, Indexed, reason_counts
 
 _ID_STAMP = re.compile(r"^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z")
 
@@ -40,7 +40,10 @@ class IndexEntry:
     time: str
     """``YYYY-MM-DD HH:MM:SSZ``: the line's ``time`` field, else the stamp the id starts with."""
     reasons: tuple[tuple[str, int], ...]
-    """Reason codes of the per-property results with their counts, in first-seen order."""
+    """Reason codes of the per-property results with their counts, the deciding ones first
+    (scorer/_index.py ``reason_counts``)."""
+    decided_by: tuple[str, ...] = ()
+    """What decided the verdict (the index line's ``decided_by``, scorer/_index.py)."""
 
 
 def entry_time(raw: dict[str, Any], verdict_id: str) -> str:
@@ -52,15 +55,6 @@ def entry_time(raw: dict[str, Any], verdict_id: str) -> str:
         return ""
     y, mo, d, h, mi, s = stamp.groups()
     return f"{y}-{mo}-{d} {h}:{mi}:{s}Z"
-
-
-def reason_counts(results: Any) -> tuple[tuple[str, int], ...]:
-    counts: Counter[str] = Counter()
-    if isinstance(results, list):
-        for result in results:
-            if isinstance(result, dict):
-                counts[str(result.get("reason", "?"))] += 1
-    return tuple(counts.items())
 
 
 @dataclass
@@ -143,7 +137,8 @@ class IndexReader:
             parent_sha=line.parent_sha or "",
             patch_sha=line.patch_sha or "",
             time=entry_time(line.model_extra or {}, verdict_id),
-            reasons=reason_counts(line.results),
+            reasons=tuple(reason_counts(line.results)),
+            decided_by=tuple(line.decided()),
         )
         state.entries.append(item)
         state.by_id[verdict_id] = item

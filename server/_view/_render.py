@@ -20,7 +20,7 @@ import jinja2
 from pygments.formatters import HtmlFormatter
 
 from patchwarden import PatchwardenError
-from patchwarden.scorer import Ticket, list_tickets, read_ticket
+from patchwarden.scorer import Ticket, decided_by, list_tickets, read_ticket
 
 from ._bundle import BundleView, read_bundle, read_summary, read_text
 from ._diff import MAX_DIFF_BYTES, Diff, render_diff
@@ -222,6 +222,14 @@ class VerdictPage:
     diff_problem: str
     ticket: Ticket | None
     ticket_problem: str
+
+    @property
+    def decided_by(self) -> list[str]:
+        """What decided the verdict: decision.json's ``decided_by`` (scorer/_index.py), the
+        index line's when decision.json cannot be read."""
+        if self.bundle.decision:
+            return decided_by(self.bundle.decision)
+        return list(self.entry.decided_by)
 
 
 def verdict_page(log_dir: Path, entry: IndexEntry) -> VerdictPage:

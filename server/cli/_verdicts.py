@@ -10,8 +10,11 @@ import click
 
 from patchwarden.scorer import (
     VerdictBundle,
+    decided_by,
+    deciding_first,
     load_verdict,
     read_index,
+    reason_counts,
 )
 
 from ._base import (
@@ -25,43 +28,59 @@ from ._base import (
 )
 
 EVIDENCE_LINES_SHOWN = 12
-"""Evidence lines per check in ``verdicts show``; scorecard.json has them all."""
+"""Evidence lines per check in ``verdicts show``; scorecard.json has them all. The
+``differential`` check shows every line of a row that did not accept besides (they lead)."""
 
 
 def _reasons(results: Any) -> str:
-    if not isinstance(results, list):
-        return "-"
-    counts: dict[str, int] = {}
-    for result in results:
-        if isinstance(result, dict):
-            reason = str(result.get("reason", "?"))
-            counts[reason] = counts.get(reason, 0) + 1
-    return ", ".join(f"{n} {r}" for r, n in counts.items()) or "-"
+    return ", ".join(f"{n} {r}" for r, n in reason_counts(results)) or "-"
 
 
 HIDDEN_LABELS = {"extra_seeds": "extra seeds", "held_out": "held out"}
 
 
-def _hidden_rows(decision: dict[str, Any]) -> list[list[str]]:
-    """The hidden groups' results (never shown to the agent), each marked with its group."""
-    rows = []
+def _sections(decision: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The gates of decision.json: the contract's (its top level), then each hidden group's
+    section, with the label its rows carry."""
+    found = [("", decision)]
     for group, label in HIDDEN_LABELS.items():
         section = decision.get(group)
-        if not isinstance(section, dict):
-            continue
-        for r in section.get("results", []):
+        if isinstance(section, dict):
+            found.append((f" ({label})", section))
+    return found
+
+
+def _property_rows(decision: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every gate's per-property results (hidden ones marked with their group), the deciding
+    ones first."""
+    rows = []
+    for label, section in _sections(decision):
+        results = section.get("results")
+        for r in results if isinstance(results, list) else []:
             if isinstance(r, dict):
-                prop = f"{r.get('prop', '-')} ({label})"
-                rows.append([printable(str(v)) for v in (prop, r.get("decision"), r.get("reason"))])
-    return rows
+                rows.append({**r, "prop": f"{r.get('prop', '-')}{label}"})
+    return deciding_first(rows, lambda r: r.get("decision"))
+
+
+def _decision_line(d: dict[str, Any]) -> str:
+    """``reject (decided by held_out; gate: accept)``: what decided comes from the verdict's
+    ``decided_by`` (scorer/_index.py), as the review note and ``verdicts list`` have it."""
+    decision = str(d.get("decision"))
+    gate = d.get("gate_decision", decision)
+    details = []
+    decided = decided_by(d)
+    if decided:
+        details.append(f"decided by {', '.join(decided)}")
+    if gate != decision:
+        details.append(f"gate: {gate}")
+    return decision + (f" ({'; '.join(details)})" if details else "")
 
 
 def _show_text(bundle: VerdictBundle) -> str:
     d = bundle.decision
-    gate = d.get("gate_decision", d.get("decision"))
     head = [
         ["verdict", bundle.verdict_id],
-        ["decision", f"{d.get('decision')} (gate: {gate})"],
+        ["decision", _decision_line(d)],
         ["contract", str(d.get("contract_hash", "-"))],
         ["resolved contract", str(d.get("resolved_contract_hash", "-"))],
         ["parent", str(d.get("parent_sha", "-"))],
@@ -74,16 +93,17 @@ def _show_text(bundle: VerdictBundle) -> str:
     elif bundle.ticket_file is not None:
         head.append(["ticket", f"deleted (expired): {bundle.ticket_file}"])
     parts = ["\n".join(f"{k:<9} {printable(v)}" for k, v in head)]
-    results = [r for r in d.get("results", []) if isinstance(r, dict)]
+    results = _property_rows(d)
     rows = [
         [printable(str(r.get(k, "-"))) for k in ("prop", "decision", "reason")] for r in results
     ]
-    rows += _hidden_rows(d)
     parts.append(
         table(("PROPERTY", "DECISION", "REASON"), rows)
         if rows
         else "properties: none (gate skipped)"
     )
+    leading = sum(r.get("decision") != "accept" for r in results)
+    leading += sum(bool(section.get("skip_reason")) for _, section in _sections(d))
     counts = d.get("counts", {})
     parts.append(
         table(
@@ -103,9 +123,12 @@ def _show_text(bundle: VerdictBundle) -> str:
     rows = []
     for check in bundle.scorecard:
         evidence = [str(e) for e in check.get("evidence", [])]
-        shown = evidence[:EVIDENCE_LINES_SHOWN] or ["-"]
-        if len(evidence) > EVIDENCE_LINES_SHOWN:
-            shown.append(f"(+{len(evidence) - EVIDENCE_LINES_SHOWN} more in scorecard.json)")
+        limit = EVIDENCE_LINES_SHOWN
+        if check.get("check") == "differential":
+            limit = max(limit, leading)
+        shown = evidence[:limit] or ["-"]
+        if len(evidence) > limit:
+            shown.append(f"(+{len(evidence) - limit} more in scorecard.json)")
         for i, line in enumerate(shown):
             first = i == 0
             rows.append(
@@ -146,6 +169,7 @@ def list_cmd(log_dir: Path | None, as_json: bool, config_path: Path | None) -> N
         [
             printable(e.verdict_id),
             e.decision or "-",
+            printable(", ".join(e.decided())) or "-",
             e.gate_decision or "-",
             (e.patch_sha or "-")[:12],
             (e.parent_sha or "-")[:12],
@@ -153,7 +177,8 @@ def list_cmd(log_dir: Path | None, as_json: bool, config_path: Path | None) -> N
         ]
         for e in entries
     ]
-    click.echo(table(("VERDICT", "DECISION", "GATE", "PATCH", "PARENT", "REASONS"), rows))
+    headers = ("VERDICT", "DECISION", "DECIDED BY", "GATE", "PATCH", "PARENT", "REASONS")
+    click.echo(table(headers, rows))
     click.echo(f"{len(entries)} verdicts; bundles under {directory / 'verdicts'}")
 
 
