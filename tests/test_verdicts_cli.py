@@ -1,5 +1,6 @@
 """End to end on the orders example: ``score`` prints the note and one line per check, writes
-a ticket for a propose_freeze, and ``verdicts list|show`` read it all back.
+a ticket for a propose_freeze, and ``verdicts list|show`` read it all back, from the log
+directory ``score`` wrote to without being told one (the README's example).
 
 Two real scorer runs (two trees x three seeds each, sandboxed), shared by the module. What
 decided a verdict, and which rows lead, on synthetic bundles (tests/_view_data.py) shaped as
@@ -41,27 +42,17 @@ class Scored:
     refactor_sha: str
 
 
-def _score(
-    repo: Path, patch: str, logs: Path, env: dict[str, str]
-) -> subprocess.CompletedProcess[str]:
+def _score(repo: Path, patch: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``score`` as the README runs it: no ``--log-dir``, from the directory above ``repo``."""
     return subprocess.run(
         [
-            "patchwarden",
-            "score",
-            "--repo",
-            str(repo),
-            "--contract",
-            CONTRACT,
-            "--parent",
-            "base",
-            "--patch",
-            patch,
-            "--log-dir",
-            str(logs),
+            *("patchwarden", "score", "--repo", repo.name, "--contract", CONTRACT),
+            *("--parent", "base", "--patch", patch),
         ],
         capture_output=True,
         text=True,
         env=env,
+        cwd=repo.parent,
         timeout=600,
         check=False,
     )
@@ -87,9 +78,9 @@ def scored(
     fixed = (repo_path / "orders" / "total.py").read_text()
     commit(repo, {"orders/total.py": fixed + PROBE}, "the fix, and a peek at pytest")
     repo.create_tag("patch-probe")
-    logs = root / "logs"
-    probe = _score(repo_path, "patch-probe", logs, scorer_env)
-    refactor = _score(repo_path, "patch-refactor", logs, scorer_env)
+    probe = _score(repo_path, "patch-probe", scorer_env)
+    refactor = _score(repo_path, "patch-refactor", scorer_env)
+    logs = root / "patchwarden-logs"  # the config's default scorer.log_dir, in the cwd
     return Scored(repo_path, logs, probe, refactor, repo.commit("patch-refactor").hexsha)
 
 
@@ -152,13 +143,16 @@ def test_a_propose_freeze_verdict_writes_a_ticket_bound_to_its_patch(scored: Sco
     assert ticket["status"] == "proposed"
 
 
-def test_verdicts_list_is_a_table_and_json(scored: Scored) -> None:
-    code, out, _ = _cli("verdicts", "list", "--log-dir", str(scored.logs), "--json")
+def test_verdicts_list_reads_where_score_wrote_as_a_table_and_json(
+    scored: Scored, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(scored.logs.parent)  # where score ran; neither was given --log-dir
+    code, out, _ = _cli("verdicts", "list", "--json")
     entries = json.loads(out)
     assert [e["decision"] for e in entries] == ["accept", "propose_freeze"]
     assert [e["decided_by"] for e in entries] == [[], ["shared_variant_fail"]]
     accept, proposal = entries
-    code, out, err = _cli("verdicts", "list", "--log-dir", str(scored.logs))
+    code, out, err = _cli("verdicts", "list")
     assert (code, err) == (0, "")
     assert out.splitlines() == [
         f"VERDICT{' ' * 27}DECISION        DECIDED BY           GATE            PATCH"

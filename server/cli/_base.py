@@ -129,7 +129,8 @@ config_option = click.option(
 log_dir_option = click.option(
     "--log-dir",
     type=click.Path(path_type=Path, file_okay=False),
-    help="The reviewers' log directory (default: the config's scorer.log_dir).",
+    help="The reviewers' log directory (default: the config's scorer.log_dir, "
+    "patchwarden-logs in the current directory, where score writes).",
 )
 repo_option = click.option(
     "--repo",
@@ -151,8 +152,16 @@ def config_of(config_path: Path | None) -> OperatorConfig:
     return load_config(config_path)
 
 
+def log_dir_in(config: OperatorConfig, log_dir: Path | None) -> Path:
+    """The reviewers' log directory, absolute: ``--log-dir``, else the config's
+    ``scorer.log_dir`` (``patchwarden-logs`` by default), relative to the current directory.
+    ``score`` writes where every reader (``verdicts``, ``view``, ``freeze``) reads, by this
+    one rule, and says where (``evidence: /abs/...``)."""
+    return (log_dir if log_dir is not None else Path(config.scorer.log_dir)).absolute()
+
+
 def log_dir_of(config_path: Path | None, log_dir: Path | None) -> Path:
-    return log_dir if log_dir is not None else Path(config_of(config_path).scorer.log_dir)
+    return log_dir_in(config_of(config_path), log_dir)
 
 
 def now() -> datetime:

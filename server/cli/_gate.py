@@ -17,7 +17,7 @@ from patchwarden.scorer import (
 )
 
 from ..config import load_config
-from ._base import OneLineCommand, emit_decision
+from ._base import OneLineCommand, emit_decision, log_dir_in
 from ._progress import progress
 
 
@@ -46,9 +46,7 @@ def run_score(
     """The body of ``patchwarden score`` (the command is :mod:`._score`, light, so that
     ``score --warm`` need not import this module): score in this process and exit."""
     config = load_config(config_path)
-    scorer_config = config.scorer
-    if log_dir is not None:
-        scorer_config = scorer_config.model_copy(update={"log_dir": str(log_dir)})
+    scorer_config = config.scorer.model_copy(update={"log_dir": str(log_dir_in(config, log_dir))})
     with progress("score", total=None) as bar:
         bar.note("checking out both commits")
         verdict = score(

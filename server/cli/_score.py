@@ -81,7 +81,8 @@ def score_argv(params: dict[str, Any]) -> list[str]:
 @click.option(
     "--log-dir",
     type=click.Path(path_type=Path, file_okay=False),
-    help="Where the evidence bundle goes (default: the config's scorer.log_dir).",
+    help="Where the evidence bundle goes (default: the config's scorer.log_dir, "
+    "patchwarden-logs in the current directory, where verdicts list reads).",
 )
 @click.option(
     "--held-out",
