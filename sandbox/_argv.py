@@ -85,6 +85,11 @@ class LaunchSpec:
     TREE_MOUNT and the system directories (e.g. test files kept apart from the tree, the
     scorer's hidden canary properties). Ignored by the ``none`` backend, which sees every
     host path where it is."""
+    beat_fd: int | None = None
+    """The read end of a pipe whose bytes count as output for ``limits.idle_time_s`` (and
+    are discarded): an isolated oracle beats on it while it waits for its product process,
+    so the idle limit cannot fire before the call's own deadline. The write end goes in
+    ``pass_fds``; the caller closes both."""
 
 
 # --- the bubblewrap command line -------------------------------------------------------------

@@ -166,6 +166,7 @@ def _run_bubblewrap(
                 env={"PATH": SYSTEM_PATH},
                 pass_fds=(*spec.pass_fds, info_write, seccomp_read, args_fd),
                 info_fd=info_read,
+                beat_fd=spec.beat_fd,
             )
             process = start_process(command, limits, spec.stdin)
         finally:
@@ -213,6 +214,7 @@ def _run_unisolated(
             env=env,
             pass_fds=tuple(spec.pass_fds),
             info_fd=None,
+            beat_fd=spec.beat_fd,
         )
         try:
             process = start_process(command, limits, spec.stdin)

@@ -35,8 +35,10 @@ SENTINEL = "__patchwarden_sentinel__"  # = _inside/_boot.py (tests/test_reporter
 CHANNEL_READ_BYTES = 65536
 CHANNEL_MAX_BYTES = 16 * 1024 * 1024  # far above any honest run's records; bounds a flood
 CALL_TIMEOUT_SHARE = 0.75
-"""A call into the product process may take this share of the idle limit: the oracle waits
-silently meanwhile, and past the idle limit the whole run would be killed."""
+"""A call into the product process may take this share of the idle limit. The oracle beats
+on a pipe its supervisor counts as output while it waits (``LaunchSpec.beat_fd``), so the
+idle limit measures only the oracle's own silent work and a hung call is the call's
+``ProductHung``, never a run killed at the idle limit."""
 TESTS_DIR_MOUNT = "/property-tests"
 """Where a tests directory kept apart from the tree appears under bubblewrap."""
 
@@ -166,8 +168,12 @@ def _run_reporter(
     reader = threading.Thread(target=drain, name="patchwarden-channel", daemon=True)
     reader.start()
     oracle_fds: tuple[int, ...] = ()
+    beat_fd: int | None = None
     if product is not None:
-        oracle_fds = product.start(tree, seed, config, limits or config.limits, layout)
+        beat_fd, beat_write = os.pipe()
+        os.set_inheritable(beat_write, True)
+        ends = product.start(tree, seed, config, limits or config.limits, layout)
+        oracle_fds = (*ends, beat_write)
         cut = list(args).index("--")
         extra = ["--product-fds", ",".join(map(str, oracle_fds))]
         extra += ["--call-timeout", f"{product.call_timeout_s:g}"]
@@ -199,6 +205,7 @@ def _run_reporter(
             limits=limits,
             stdin=REPORTER_SOURCE.encode(),
             readonly_mounts=readonly_mounts,
+            beat_fd=beat_fd,
         )
         process = launch(spec, config, cancel=cancel, on_output=on_output)
     finally:
@@ -207,7 +214,7 @@ def _run_reporter(
         os.close(write_end)
         if secret_fd is not None:
             os.close(secret_fd)
-        for fd in oracle_fds:
+        for fd in (*oracle_fds, *([beat_fd] if beat_fd is not None else [])):
             os.close(fd)
         if product is not None:
             product.stop()

@@ -82,6 +82,8 @@ class Command:
     pass_fds: tuple[int, ...]
     info_fd: int | None
     """Read end of bubblewrap's --info-fd, which names the sandbox's init process."""
+    beat_fd: int | None = None
+    """Read end of a pipe whose bytes reset the idle timer (``LaunchSpec.beat_fd``)."""
 
 
 def start_process(command: Command, limits: Limits, stdin: bytes | None) -> subprocess.Popen[bytes]:
@@ -197,6 +199,8 @@ class Supervisor:
             self._selector.register(self._process.stdin.fileno(), selectors.EVENT_WRITE)
         if self._command.info_fd is not None:
             self._selector.register(self._command.info_fd, selectors.EVENT_READ)
+        if self._command.beat_fd is not None:
+            self._selector.register(self._command.beat_fd, selectors.EVENT_READ)
         self._selector.register(self._exit_fd, selectors.EVENT_READ)
 
     def _wait(self) -> StopReason | None:
@@ -235,6 +239,8 @@ class Supervisor:
                 self._read_output(key.fd)
             elif key.fd == self._command.info_fd:
                 self._read_info(key.fd)
+            elif key.fd == self._command.beat_fd:
+                self._read_beat(key.fd)
             else:
                 self._write_stdin(key.fd)
         return exited
@@ -256,6 +262,13 @@ class Supervisor:
         kept = self._captures[fd].keep(chunk)
         if kept and self._on_output is not None:
             self._on_output(kept)
+
+    def _read_beat(self, fd: int) -> None:
+        """A beat: the process is waiting on work done elsewhere, not idle."""
+        if not os.read(fd, READ_CHUNK_BYTES):
+            self._selector.unregister(fd)
+            return
+        self._last_output = time.monotonic()
 
     def _read_info(self, fd: int) -> None:
         chunk = os.read(fd, READ_CHUNK_BYTES)

@@ -97,6 +97,7 @@ PRODUCT = textwrap.dedent(
 PROPS = textwrap.dedent(
     """
     import os
+    import time
 
     import hypothesis
     import pytest
@@ -146,6 +147,9 @@ PROPS = textwrap.dedent(
         shop.leave()
 
     def test_hang():
+        # The oracle's own silence first (start-up under load is the same): the run's idle
+        # limit (8 s) must not fire before the call's deadline (6 s) names the hang.
+        time.sleep(3)
         shop.hang()
 
     def test_flood():

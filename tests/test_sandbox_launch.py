@@ -422,6 +422,38 @@ def test_a_silent_hang_is_killed_at_the_idle_limit_keeping_earlier_output(tree: 
 
 
 @bwrap
+def test_beats_keep_a_silent_process_from_the_idle_limit_and_stay_out_of_its_output(
+    tree: Path,
+) -> None:
+    # What an isolated oracle does while it waits for its product process: silent on
+    # stdout and stderr, a byte on the beat pipe now and then. 2.5 s of it outlasts an idle
+    # limit of 1 s; when the beats stop, the idle limit fires as before.
+    beat_read, beat_write = os.pipe()
+    os.set_inheritable(beat_write, True)
+    try:
+        result = run_python(
+            f"""
+            import os, time
+            for _ in range(25):
+                os.write({beat_write}, b".")
+                time.sleep(0.1)
+            print("done", flush=True)
+            time.sleep(60)
+            """,
+            tree,
+            limits=FAST.model_copy(update={"idle_time_s": 1.0}),
+            pass_fds=(beat_write,),
+            beat_fd=beat_read,
+        )
+    finally:
+        os.close(beat_read)
+        os.close(beat_write)
+    assert (result.timed_out, result.idle_timed_out) == (False, True)
+    assert (result.stdout, result.stderr) == ("done\n", "")
+    assert 2.5 <= result.duration_s < 10
+
+
+@bwrap
 def test_an_output_flood_is_capped(tree: Path) -> None:
     cap = 100_000
     result = run_python(

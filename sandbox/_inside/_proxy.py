@@ -21,6 +21,7 @@ Part of the program concatenated by sandbox/_inside (``program``).
 from __future__ import annotations
 
 import builtins
+import contextlib
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -39,6 +40,11 @@ if TYPE_CHECKING:
 
 REPLY_MAX_BYTES = 64 * 1024 * 1024  # one reply larger than this: the product floods
 STATUS_WAIT_S = 10.0  # after the product's pipe closed, how long the host may take to say why
+BEAT_S = 1.0
+"""While a call waits, the oracle beats this often on the pipe its supervisor counts as
+output (at most: a quarter of the call's deadline), and once when a call starts if a beat
+is due: the run's idle limit then measures only the oracle's own silent work, and a hung
+call ends at its own deadline as ``ProductHung``."""
 ISOLATION: dict[str, Any] = {
     "prop": None, "refused": {}, "failed": {}, "link": None, "finder": None
 }  # fmt: skip
@@ -93,8 +99,13 @@ def _fail(kind: type[ProductFailure], why: str) -> ProductFailure:
 class _Link:
     """The oracle's end of the wire: one request at a time, each with its deadline."""
 
-    def __init__(self, req_fd: int, rep_fd: int, status_fd: int, timeout: float) -> None:
+    def __init__(
+        self, req_fd: int, rep_fd: int, status_fd: int, timeout: float, beat_fd: int | None
+    ) -> None:
         self.req_fd, self.rep_fd, self.status_fd, self.timeout = req_fd, rep_fd, status_fd, timeout
+        self.beat_fd = beat_fd
+        self.beat_s = min(BEAT_S, timeout / 4)
+        self.beaten = time.monotonic()
         self.buffered = b""
         self.dead: tuple[type[ProductFailure], str] | None = None
         self.lock = threading.Lock()
@@ -145,15 +156,27 @@ class _Link:
                 self.dead = (ProductFlooded, f"a reply of more than {REPLY_MAX_BYTES} bytes")
                 raise _fail(*self.dead)
             left = deadline - time.monotonic()
-            ready = select.select([self.rep_fd], [], [], max(left, 0))[0] if left > 0 else []
-            if not ready:
+            if left <= 0:
                 self.dead = (ProductHung, f"no answer within {self.timeout:g} s")
                 raise _fail(*self.dead)
+            self._beat()
+            if not select.select([self.rep_fd], [], [], min(left, self.beat_s))[0]:
+                continue
             chunk = os.read(self.rep_fd, 1 << 20)
             if not chunk:
                 self.dead = self._ended()
                 raise _fail(*self.dead)
             self.buffered += chunk
+
+    def _beat(self) -> None:
+        """One byte on the beat pipe, if one is due (never blocks: a full pipe means the
+        supervisor has beats enough to read)."""
+        now = time.monotonic()
+        if self.beat_fd is None or now - self.beaten < self.beat_s:
+            return
+        self.beaten = now
+        with contextlib.suppress(OSError):
+            os.write(self.beat_fd, b".")
 
     def _ended(self) -> tuple[type[ProductFailure], str]:
         """Why the product's pipe closed, as the host saw the process end."""
@@ -644,10 +667,13 @@ def install_proxies(opts: dict[str, str], tree: str, spec_root: str, layout: Any
     """Connect to the product process and put the finder first on sys.meta_path. Product
     names: the layout's packages, minus conftest (pytest's, per directory)."""
     fds = [int(x) for x in opts["product-fds"].split(",")]
-    req_fd, rep_fd, status_fd = (os.dup(fd) for fd in fds)
+    req_fd, rep_fd, status_fd, *beat = (os.dup(fd) for fd in fds)
     for fd in fds:
         os.close(fd)
-    link = _Link(req_fd, rep_fd, status_fd, float(opts.get("call-timeout", "30")))
+    for fd in beat:
+        os.set_blocking(fd, False)
+    timeout = float(opts.get("call-timeout", "30"))
+    link = _Link(req_fd, rep_fd, status_fd, timeout, beat[0] if beat else None)
     ISOLATION["link"] = link
     names = [str(p) for p in layout.get("packages", []) if not _oracle_own(str(p))]
     ISOLATION["finder"] = ProductFinder(names)
