@@ -143,6 +143,10 @@ def mcp_lab(example_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
         )
         client = client_cm.__enter__()
         try:
+            # serve answers discovery before its set-up is done (server/_front.py); the
+            # worktree exists once the first tool call has waited for it, as an agent's does.
+            contract = portal.call(lambda: client.call_tool("get_contract", {}))
+            assert not contract.is_error, _text(contract)
             yield McpLab(
                 portal=portal,
                 client=client,
