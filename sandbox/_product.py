@@ -100,6 +100,8 @@ class ProductProcess:
                 str(seed),
                 "--layout",
                 json.dumps(layout.to_json()),
+                "--call-timeout",  # how long it waits for the oracle to answer a callback
+                f"{self.call_timeout_s:g}",
             ],
             tree=tree,  # replaced by the copy's path once it is made
             tree_writable=True,

@@ -91,6 +91,56 @@ PRODUCT = textwrap.dedent(
 
     def apply(function, value):
         return function(value)
+
+    def total(iterable):
+        return sum(iterable)
+
+    def biggest(items, key):
+        return max(items, key=key)
+
+    def chunks(seq, n):  # more-itertools' sliced
+        from itertools import count, takewhile
+        return takewhile(len, (seq[i : i + n] for i in count(0, n)))
+
+    def caught(function):
+        try:
+            function()
+        except Exception as exc:
+            return type(exc).__name__
+        return "nothing"
+
+    def swallow(function):
+        try:
+            function()
+        except BaseException:
+            pass
+        return "swallowed"
+
+    def reach(step, g, f, x):
+        # What an attack does with the oracle's objects it is handed: walk to the property.
+        import sys
+        try:
+            if step == "gi_frame":
+                found = g.gi_frame.f_back.f_globals
+            elif step == "gi_code":
+                found = g.gi_code.co_filename
+            elif step == "globals":
+                found = f.__globals__["__name__"]
+            elif step == "mro":
+                local = type(x).__mro__  # the proxy's own classes, of this process
+                found = [c for c in local if "test_props" in repr(c)] or x.__mro__
+            elif step == "dict":
+                found = x.__dict__
+            elif step == "bound":
+                found = x.check.__self__
+            elif step == "module":
+                found = sys.modules.get("test_props") or f.__builtins__["__import__"]
+            else:
+                import __main__  # the product program itself: a request it may not make
+                found = __main__._callback("setattr", x, ["level", 0], {})
+        except AttributeError:
+            return "refused"
+        return repr(found)
     """
 )
 
@@ -139,6 +189,94 @@ PROPS = textwrap.dedent(
     def test_callback():
         assert sorted([3, 1], key=shop.price) == [1, 3]  # the oracle calls the product: fine
         assert shop.apply(lambda v: v + 1, 1) == 2  # the product would call the oracle
+
+    def test_generator():
+        assert shop.total(x * 2 for x in range(4)) == 12
+        assert shop.total(iter([1, 2])) == 3
+
+    @given(st.lists(st.integers(), min_size=1, max_size=5))
+    def test_key_function(xs):
+        assert shop.biggest(xs, key=lambda v: -v) == min(xs)
+
+    def test_list_subclass():
+        class FalseList(list):  # a numpy-like sequence: false however long
+            def __getitem__(self, key):
+                found = super().__getitem__(key)
+                return FalseList(found) if isinstance(key, slice) else found
+
+            def __bool__(self):
+                return False
+
+        assert list(shop.chunks(FalseList(range(9)), 3)) == [[0, 1, 2], [3, 4, 5], [6, 7, 8]]
+
+    def test_nested_callback():
+        assert shop.apply(lambda v: shop.apply(lambda w: shop.price(w) + 1, v), 2) == 5
+
+    def test_callback_errors():
+        class Mine(KeyError):
+            pass
+
+        def mine(v):
+            raise Mine("mine")
+
+        with pytest.raises(Mine):  # the oracle's own exception, raised on by the product
+            shop.apply(mine, 1)
+        assert shop.caught(lambda: int("x")) == "ValueError"
+        assert shop.caught(lambda: mine(1)) == "KeyError"
+        with pytest.raises(shop.PricingError) as info:
+            shop.apply(shop.price, -3)
+        assert info.value.code == -3
+
+    def test_callback_fails():
+        def check(v):
+            assert v == 0, "the callback's assertion"
+
+        shop.apply(check, 1)
+
+    def test_callback_fails_swallowed():
+        shop.swallow(lambda: pytest.fail("from the callback"))
+
+    def test_sends_a_class():
+        class Marker:
+            pass
+
+        shop.apply(lambda v: v, Marker)
+
+    class Thing:
+        level = 3
+
+        def check(self):
+            return True
+
+    def _reach(step):
+        def gen():
+            yield 1
+
+        assert shop.reach(step, gen(), lambda v: v, Thing()) == "refused"
+
+    def test_reach_gi_frame():
+        _reach("gi_frame")
+
+    def test_reach_gi_code():
+        _reach("gi_code")
+
+    def test_reach_globals():
+        _reach("globals")
+
+    def test_reach_mro():
+        _reach("mro")
+
+    def test_reach_dict():
+        _reach("dict")
+
+    def test_reach_bound():
+        _reach("bound")
+
+    def test_reach_module():
+        _reach("module")
+
+    def test_reach_forged():
+        _reach("forged")
 
     def test_crash():
         shop.crash()
@@ -214,18 +352,82 @@ def test_plain_calls_exceptions_and_handles_run_isolated(tree: Path) -> None:
 
 
 def test_a_property_that_cannot_cross_runs_in_process_and_says_why(tree: Path) -> None:
-    got = run(tree, "patches_the_product", "callback", "price")
+    got = run(tree, "patches_the_product", "sends_a_class", "price")
     assert got["patches_the_product"] == (
         "pass",
         "",
         "in-process: the property sets shop.price (patches the product)",
     )
-    assert got["callback"] == (
+    assert got["sends_a_class"] == (
         "pass",
         "",
-        "in-process: cannot send a function of the oracle (callbacks are not sent) to the product",
+        "in-process: cannot send class test_sends_a_class.<locals>.Marker of the oracle to the "
+        "product",
     )
     assert got["price"] == ("pass", "", "isolated")
+
+
+def test_generators_callbacks_and_oracle_objects_cross_as_the_oracles_handles(
+    tree: Path,
+) -> None:
+    # The product iterates a generator of the property's, calls its key functions (which
+    # call the product again, nested), slices its list subclass; exceptions either way
+    # cross as themselves.
+    names = ("callback", "generator", "key_function", "list_subclass", "nested_callback")
+    got = run(tree, *names, "callback_errors")
+    assert got == {name: ("pass", "", "isolated") for name in (*names, "callback_errors")}
+
+
+def test_a_failing_callback_fails_the_property_even_when_the_product_swallows_it(
+    tree: Path,
+) -> None:
+    got = run(tree, "callback_fails", "callback_fails_swallowed", "price")
+    assert got == {
+        "callback_fails": (
+            "fail",
+            f"prop.callback_fails|AssertionError|tests/test_props.py:{line_of('v == 0, ')}",
+            "isolated",
+        ),
+        # pytest.fail from the oracle is no exception the product may end: it still fails.
+        "callback_fails_swallowed": (
+            "fail",
+            f"prop.callback_fails_swallowed|Failed|tests/test_props.py:{line_of('shop.swallow(')}",
+            "isolated",
+        ),
+        "price": ("pass", "", "isolated"),
+    }
+
+
+REACHES = ("gi_frame", "gi_code", "globals", "mro", "dict", "bound", "module")
+
+
+def test_product_code_cannot_reach_the_oracle_through_its_objects(tree: Path) -> None:
+    # Each read is refused (the product sees AttributeError and says "refused", so the
+    # property's assertion would hold): the example still fails, as an overreach.
+    got = run(tree, *(f"reach_{step}" for step in REACHES), "price")
+    where = f"tests/test_props.py:{line_of('assert shop.reach(step')}"
+    assert got == {
+        **{
+            f"reach_{step}": ("fail", f"prop.reach_{step}|ProductOverreach|{where}", "isolated")
+            for step in REACHES
+        },
+        "price": ("pass", "", "isolated"),
+    }
+
+
+def test_a_callback_outside_the_allow_list_fails_closed(tree: Path) -> None:
+    got = run(tree, "reach_forged", "after")
+    where = f"tests/test_props.py:{line_of('assert shop.reach(step')}"
+    assert got["reach_forged"] == (
+        "fail",
+        f"prop.reach_forged|ProductUnreadable|{where}",
+        "isolated",
+    )
+    assert got["after"] == (  # the link is closed: nothing after it passes
+        "fail",
+        f"prop.after|ProductUnreadable|tests/test_props.py:{line_of('shop.price(1)')}",
+        "isolated",
+    )
 
 
 @pytest.mark.parametrize(

@@ -195,3 +195,16 @@ def test_nothing_on_the_wire_builds_an_object_of_a_class_it_names() -> None:
     assert decode(["l", [["obj", "os.system", "id"]]], resolver) == ["resolved"]
     assert seen == [["obj", "os.system", "id"]]
     assert fractions.Fraction(1, 3) == through(fractions.Fraction(1, 3))
+
+
+def test_a_slice_of_plain_values_crosses_and_any_other_is_a_tag() -> None:
+    # What ``seq[i:j]`` hands an oracle sequence the product slices.
+    for value in (slice(3), slice(0, 9, 3), slice(None, -1), slice("a", 2.5)):
+        got = through(value)
+        assert type(got) is slice and same(
+            (got.start, got.stop, got.step), (value.start, value.stop, value.step)
+        )
+    assert is_plain(slice(1, 2)) and not is_plain(slice(1, object()))
+    assert encode(slice(1, object()), lambda obj: ["h", 7]) == ["sl", [1, ["h", 7], None]]
+    with pytest.raises(WireError, match="bad 'sl' value"):
+        decode(["sl", [1, 2]], unknown)

@@ -7,6 +7,12 @@ writes one reply per line to ``--rep-fd`` (sandbox/_inside/_wire.py). Every obje
 out that is not plain stays here, in ``OBJECTS``, and crosses as a handle; every operation
 on a handle is a request. Whatever product code does here can change only the answers.
 
+The oracle's own objects that a property passes in (a generator, a key function, an
+instance of a class of the test's) arrive as handles the oracle gave out (``["oh", id,
+capabilities]``): here they are ``OracleObject`` proxies whose operations (the allow-list in
+``ORACLE_OPERATIONS``) are callbacks, requests this side writes while the oracle waits for
+its own reply; the oracle's requests that arrive meanwhile are served, nested to any depth.
+
 Before the product is importable it makes the process look like the agent's ``run_tests``
 sandbox (the same argv shape, the test machinery loaded, the tree first on ``sys.path``);
 docs/design/isolated-oracle.md lists what still differs.
@@ -21,6 +27,7 @@ import json
 import operator
 import os
 import random
+import select
 import sys
 import traceback
 import types
@@ -35,6 +42,7 @@ MACHINERY_TOPS = frozenset(
 )
 REQUEST_MAX_BYTES = 64 * 1024 * 1024  # a request larger than this is not the oracle's
 TRACEBACK_CHARS = 4000
+CALLBACK_EXIT_STATUS = 70  # the oracle did not answer a callback in time: this process ends
 
 
 def _options(argv: list[str]) -> dict[str, str]:
@@ -53,6 +61,7 @@ os.close(int(PRODUCT_OPTS["req-fd"]))
 os.close(int(PRODUCT_OPTS["rep-fd"]))
 PRODUCT_LAYOUT = json.loads(PRODUCT_OPTS.get("layout", '{"roots": ["."], "packages": []}'))
 PRODUCT_TREE = os.getcwd()
+PRODUCT_CALL_TIMEOUT = float(PRODUCT_OPTS.get("call-timeout", "30"))
 # What the agent's run_tests process shows (its argv, its machinery), not the server's.
 sys.argv = ["-", "--report-fd", PRODUCT_OPTS["req-fd"], "--seed", str(PRODUCT_SEED),
             "--layout", PRODUCT_OPTS.get("layout", ""), "--mode", "agent", "--targets", "[]",
@@ -108,7 +117,10 @@ def _kind(obj: Any) -> str:
 
 
 def _out(obj: Any) -> Any:
-    """The tagged form of an object that does not cross by value."""
+    """The tagged form of an object that does not cross by value: one of the oracle's goes
+    back as its own handle, any other stays here and crosses as a handle of this side's."""
+    if type(obj) in ORACLE_CLASSES:
+        return ["oh", object.__getattribute__(obj, "_pw_oid")]
     if isinstance(obj, type) and issubclass(obj, BaseException):
         described = _class_of_exception(obj)
         if described[0] != "bad":
@@ -121,6 +133,8 @@ def _in(tagged: list[Any]) -> Any:
     tag = tagged[0]
     if tag == "h" and len(tagged) >= 2 and type(tagged[1]) is int and tagged[1] in OBJECTS:
         return OBJECTS[tagged[1]]
+    if tag == "oh" and len(tagged) == 3 and type(tagged[1]) is int and type(tagged[2]) is list:
+        return _oracle_object(tagged[1], tagged[2])
     if tag == "bt" and len(tagged) == 2 and type(tagged[1]) is str:
         found = getattr(builtins, tagged[1], _in)
         if found is not _in:
@@ -131,6 +145,110 @@ def _in(tagged: list[Any]) -> Any:
         if isinstance(cls, type) and issubclass(cls, Exception) and type(args) is tuple:
             return cls(*args)
     raise WireError(f"not a handle this process gave out: {str(tagged[0])[:40]}")
+
+
+# -- the oracle's objects: callbacks ---------------------------------------------------------
+
+ORACLE_OPERATIONS = ("call", "iter", "next", "len", "getitem", "contains")
+"""What an oracle object may offer beyond ``repr``, ``str``, ``bool``, ``hash``, the
+comparisons and reads of its non-dunder attributes (the oracle says which, by its type)."""
+ORACLE_CLASSES: dict[type, frozenset[str]] = {}
+"""The proxy classes, one per set of operations (``type(obj) in ORACLE_CLASSES``)."""
+ORACLE_PROXIES: dict[int, Any] = {}  # the oracle's handle -> its proxy: one object, one proxy
+
+
+class OracleAbort(BaseException):
+    """What an oracle callback raised that does not cross (a skip, a stop, a ``BaseException``
+    only, an error of the test machinery): the oracle raises the original once this call
+    returns, whatever product code does with this one."""
+
+
+def _callback_method(op: str) -> Any:
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return _callback(op, self, list(args), kwargs)
+
+    method.__name__ = f"__{op}__"
+    return method
+
+
+def _oracle_getattr(self: Any, name: str) -> Any:
+    return _callback("getattr", self, [name], {})
+
+
+def _oracle_class(operations: frozenset[str], hashable: bool) -> type:
+    key = operations | ({"hash"} if hashable else set())
+    for cls, ops in ORACLE_CLASSES.items():
+        if ops == key:
+            return cls
+    namespace: dict[str, Any] = {"__slots__": ("_pw_oid",), "__getattr__": _oracle_getattr}
+    for op in ("repr", "str", "bool", "eq", "ne", "lt", "le", "gt", "ge", *sorted(operations)):
+        namespace[f"__{op}__"] = _callback_method(op)
+    namespace["__hash__"] = _callback_method("hash") if hashable else None
+    cls = type("OracleObject", (), namespace)
+    ORACLE_CLASSES[cls] = key
+    return cls
+
+
+def _oracle_object(number: int, operations: list[Any]) -> Any:
+    found = ORACLE_PROXIES.get(number)
+    if found is not None:
+        return found
+    ops = frozenset(str(op) for op in operations if op in ORACLE_OPERATIONS)
+    proxy: Any = object.__new__(_oracle_class(ops, "hash" in operations))
+    object.__setattr__(proxy, "_pw_oid", number)
+    ORACLE_PROXIES[number] = proxy
+    return proxy
+
+
+def _oracle_exception(raised: Any) -> BaseException:
+    """The exception to raise here for one an oracle callback raised: a product exception
+    that went through the callback is itself again; a built-in type is the same built-in
+    (one of the oracle's own classes arrives as its nearest built-in base) and keeps the
+    oracle's handle, so raised on to the oracle it is the oracle's object again."""
+    if type(raised) is not dict:
+        return WireError("an unreadable exception from the oracle")
+    number = raised.get("h")
+    own = OBJECTS.get(number) if type(number) is int else None
+    if isinstance(own, BaseException):
+        return own
+    cls = getattr(builtins, str(raised.get("bx")), None)
+    if not (isinstance(cls, type) and issubclass(cls, Exception)):
+        return OracleAbort(str(raised.get("abort", "the oracle's callback ended the call")))
+    args: Any = (str(raised.get("str", "")),)
+    if raised.get("args") is not None:
+        args = decode(raised["args"], _in)
+    if type(args) is not tuple:
+        args = (str(raised.get("str", "")),)
+    try:
+        exc = cls(*args)
+    except Exception:
+        exc = cls(str(raised.get("str", "")))
+    if type(raised.get("oracle")) is int:
+        exc.__dict__["_pw_oracle"] = raised["oracle"]
+    return exc
+
+
+def _callback(op: str, target: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """One operation on an oracle object: ask the oracle and serve what it asks meanwhile."""
+    message: dict[str, Any] = {
+        "cb": op,
+        "on": object.__getattribute__(target, "_pw_oid"),
+        "args": encode(args, _out),
+    }
+    if kwargs:
+        message["kwargs"] = encode(kwargs, _out)
+    _write(dumps(message))
+    while True:
+        try:
+            reply = loads(_line(PRODUCT_CALL_TIMEOUT) or b"")
+        except WireError:
+            os._exit(CALLBACK_EXIT_STATUS)  # not the oracle's answer: nothing sane follows
+        if "op" not in reply:
+            break
+        _write(_answer(reply))  # the oracle, inside the callback, calls the product
+    if "ok" in reply:
+        return decode(reply["ok"], _in)
+    raise _oracle_exception(reply.get("raise"))
 
 
 def _exit_context(obj: Any, *exc: Any) -> Any:
@@ -207,6 +325,9 @@ def _raised(exc: BaseException) -> dict[str, Any]:
         tb = "".join(traceback.format_exception(exc))[-TRACEBACK_CHARS:]
     except BaseException:
         tb = ""
+    own = getattr(exc, "__dict__", None)
+    if type(own) is dict and type(own.get("_pw_oracle")) is int:
+        return {"raise": {"oracle": own["_pw_oracle"], "tb": tb}}
     args = encode(exc.args, _out) if is_plain(exc.args) else None
     return {
         "raise": {
@@ -225,35 +346,56 @@ def _write(data: bytes) -> None:
         view = view[os.write(REP_FD, view) :]
 
 
-def _requests() -> Any:
-    buffered = b""
+BUFFERED = [b""]  # what was read from the oracle and not yet taken as a line
+
+
+def _line(timeout: float | None) -> bytes | None:
+    """The oracle's next line; None: the oracle closed its end. Waiting for the answer to a
+    callback (``timeout``) past the call deadline ends this process."""
     while True:
-        end = buffered.find(b"\n")
+        end = BUFFERED[0].find(b"\n")
         if end >= 0:
-            line, buffered = buffered[:end], buffered[end + 1 :]
-            yield line
-            continue
-        if len(buffered) > REQUEST_MAX_BYTES:
-            return
+            line, BUFFERED[0] = BUFFERED[0][:end], BUFFERED[0][end + 1 :]
+            return line
+        if len(BUFFERED[0]) > REQUEST_MAX_BYTES:
+            if timeout is not None:
+                os._exit(CALLBACK_EXIT_STATUS)
+            return None
+        if timeout is not None and not select.select([REQ_FD], [], [], timeout)[0]:
+            os._exit(CALLBACK_EXIT_STATUS)
         chunk = os.read(REQ_FD, 1 << 20)
         if not chunk:
-            return
-        buffered += chunk
+            if timeout is not None:
+                os._exit(0)  # the oracle is gone while product code waited for it
+            return None
+        BUFFERED[0] += chunk
+
+
+def _answer(request: dict[str, Any]) -> bytes:
+    """One request of the oracle's, answered (a reply, a raise, or what the wire refused)."""
+    try:
+        reply = _serve(request)
+    except WireError as exc:
+        reply = {"wire": str(exc)[:200]}
+    except BaseException as exc:
+        reply = _raised(exc)
+    try:
+        return dumps(reply)
+    except BaseException as exc:
+        return dumps({"wire": f"the reply could not be written: {type(exc).__name__}"})
 
 
 def serve() -> None:
-    for line in _requests():
+    while True:
+        line = _line(None)
+        if line is None:
+            return
         try:
-            reply = _serve(loads(line))
+            request = loads(line)
         except WireError as exc:
-            reply = {"wire": str(exc)[:200]}
-        except BaseException as exc:
-            reply = _raised(exc)
-        try:
-            data = dumps(reply)
-        except BaseException as exc:
-            data = dumps({"wire": f"the reply could not be written: {type(exc).__name__}"})
-        _write(data)
+            _write(dumps({"wire": str(exc)[:200]}))
+            continue
+        _write(_answer(request))
 
 
 random.seed(PRODUCT_SEED)

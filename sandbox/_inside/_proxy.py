@@ -8,7 +8,12 @@ the product hands out is a request to the product process over the wire
 ``Handle``; product exceptions come back as the same built-in type, the standard library's
 own class, or a proxy class keeping the product class's name and bases.
 
-What cannot cross (an object of the oracle's own, a patch of a product module) raises
+The oracle's own objects a property passes in (a generator, a key function, an instance of
+a test's class) cross as handles the oracle gives out: the product's operations on them are
+callbacks, served here while the oracle waits for its own reply (``_serve_callback``: an
+allow-list of operations, no dunder attribute and no attribute of a function, generator,
+frame or module; a read beyond that fails the property with ``ProductOverreach``). What
+cannot cross (a class or a module of the oracle's, a patch of a product module) raises
 ``IsolationRefused`` and is recorded against the running property: the host runs that
 property again in-process and the verdict says so (the ``isolation`` check). A product
 process that died, hung, flooded or answered garbage fails the call with a
@@ -36,7 +41,7 @@ import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._wire import WireError, decode, dumps, encode, loads
+    from ._wire import WireError, decode, dumps, encode, is_plain, loads
 
 REPLY_MAX_BYTES = 64 * 1024 * 1024  # one reply larger than this: the product floods
 STATUS_WAIT_S = 10.0  # after the product's pipe closed, how long the host may take to say why
@@ -79,6 +84,11 @@ class ProductUnreadable(ProductFailure):
     pass
 
 
+class ProductOverreach(ProductFailure):
+    """Product code asked an oracle object for what the callbacks do not offer (a frame, a
+    function's globals, an attribute of a generator): refused, and the example fails."""
+
+
 class ProductError(ProductFailure):
     """The product raised something that does not cross as itself: a ``BaseException``
     only, or an exception of the test machinery (an example failure, never a skip)."""
@@ -108,7 +118,8 @@ class _Link:
         self.beaten = time.monotonic()
         self.buffered = b""
         self.dead: tuple[type[ProductFailure], str] | None = None
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # a callback may call the product again, nested
+        self.pending: BaseException | None = None
         self.used = False
         self.last_facts: dict[str, Any] | None = None
 
@@ -121,18 +132,22 @@ class _Link:
             if self.dead is not None:
                 raise _fail(*self.dead)
             self.used = True
+            outer, self.pending = self.pending, None
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(self.req_fd, view) :]
-                line = self._line()
-                reply = loads(line)
+                reply = self._exchange(data)
+                pending = self.pending
             except BrokenPipeError:
                 self.dead = self._ended()
                 raise _fail(*self.dead) from None
             except WireError as exc:
                 self.dead = (ProductUnreadable, f"the product process answered garbage: {exc}")
                 raise _fail(*self.dead) from None
+            finally:
+                self.pending = outer
+        if pending is not None:
+            # A callback of this call raised what does not cross (a skip, a stop, a failure
+            # of the machinery, a refusal, an overreach): as in-process, it ends the call.
+            raise pending
         self.last_facts = reply.get("module") if type(reply.get("module")) is dict else None
         if "ok" in reply:
             try:
@@ -145,8 +160,26 @@ class _Link:
             raise _exception(reply["raise"])
         raise _fail(ProductUnreadable, f"the product could not read a request: {reply.get('wire')}")
 
-    def _line(self) -> bytes:
+    def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.req_fd, view) :]
+
+    def _exchange(self, data: bytes) -> dict[str, Any]:
+        """Send one request and wait for its reply within the call's deadline, serving the
+        product's callbacks meanwhile (each may call the product again: nested)."""
         deadline = time.monotonic() + self.timeout
+        self._write(data)
+        while True:
+            reply = loads(self._line(deadline))
+            if "cb" not in reply:
+                return reply
+            answer = _serve_callback(self, reply)
+            if self.dead is not None:  # the product failed inside the callback
+                raise _fail(*self.dead)
+            self._write(dumps(answer))
+
+    def _line(self, deadline: float) -> bytes:
         while True:
             end = self.buffered.find(b"\n")
             if end >= 0:
@@ -420,8 +453,9 @@ Handle.__hash__ = Handle.__dict__["__hash__"]  # type: ignore[method-assign]  # 
 
 
 def _send(obj: Any) -> Any:
-    """The tagged form of a non-plain object the oracle sends: only what the product gave
-    out (and the interpreter's own built-ins, by name); anything else is refused."""
+    """The tagged form of a non-plain object the oracle sends: what the product gave out,
+    the interpreter's own built-ins (by name), and otherwise a handle the oracle gives out;
+    a class, a module, code or a frame of the oracle's is refused."""
     if type(obj) is Handle:
         return ["h", object.__getattribute__(obj, "_pw_id")]
     if type(obj) is ProxyModule:
@@ -437,8 +471,131 @@ def _send(obj: Any) -> Any:
     kind = type(obj)
     if kind.__module__ == "builtins" and isinstance(obj, Exception):
         return ["bxi", kind.__name__, encode(obj.args, _send)]
-    what = "a function of the oracle (callbacks are not sent)" if callable(obj) else ""
-    raise _refuse(f"cannot send {what or kind.__qualname__ + ' of the oracle'} to the product")
+    if isinstance(obj, _NOT_GIVEN):
+        what = "class" if isinstance(obj, type) else kind.__name__
+        label = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or ""
+        raise _refuse(f"cannot send {what} {str(label)[:80]} of the oracle to the product")
+    return _give(obj)
+
+
+# -- the oracle's objects, given out: callbacks ----------------------------------------------
+
+_GIVEN: dict[int, Any] = {}  # the oracle's handle -> its object (kept alive: never reused)
+_GIVEN_IDS: dict[int, int] = {}  # id(object) -> its handle: one object, one handle
+_NOT_GIVEN = (type, types.ModuleType, types.CodeType, types.FrameType, types.TracebackType)
+"""What the product never gets a handle to: a class would be an oracle type the product's
+``isinstance`` cannot use; the others are the oracle's internals."""
+_OPAQUE = (
+    types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.BuiltinMethodType,
+    types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType, types.CellType,
+    types.MethodWrapperType, types.WrapperDescriptorType, types.MethodDescriptorType,
+    types.ClassMethodDescriptorType, types.GetSetDescriptorType, types.MemberDescriptorType,
+    staticmethod, classmethod, property, *_NOT_GIVEN,
+)  # fmt: skip
+"""Whose attributes the product never reads: a function's globals, closure and code, a
+generator's frame, a method's ``__self__`` lead to the property and the test machinery."""
+_INTERNALS = frozenset(
+    {"__dict__", "__class__", "__globals__", "__code__", "__closure__", "__func__", "__self__",
+     "__mro__", "__bases__", "__base__", "__subclasses__", "__builtins__", "__defaults__",
+     "__kwdefaults__", "__wrapped__", "__traceback__", "__context__", "__cause__",
+     "__objclass__", "__getattribute__", "__reduce__", "__reduce_ex__", "__init__", "__new__",
+     "__module__", "__dir__", "__getstate__", "__init_subclass__", "__weakref__", "__slots__",
+     "__annotations__", "__annotate__", "__type_params__", "__spec__", "__loader__"}
+)  # fmt: skip
+"""Dunder names whose read is an attempt on the oracle's internals (a failure of the
+example); any other dunder name is answered ``AttributeError`` (a probe such as
+``getattr(x, "__array__", None)``)."""
+_MACHINERY = frozenset({"pytest", "_pytest", "pluggy", "hypothesis", "_hypothesis_pytestplugin"})
+_CALLBACKS: dict[str, Any] = {
+    "call": lambda obj, *args, **kwargs: obj(*args, **kwargs),
+    "iter": iter, "next": next, "len": len, "getitem": lambda obj, key: obj[key],
+    "contains": lambda obj, item: item in obj, "bool": bool, "repr": repr, "str": str,
+    "hash": hash, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
+    "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
+    "ge": lambda a, b: a >= b,
+}  # fmt: skip
+"""Every operation the product may ask of an oracle object (and ``getattr``, checked)."""
+
+
+def _machinery(cls: type) -> bool:
+    return any(str(getattr(c, "__module__", "")).split(".")[0] in _MACHINERY for c in cls.__mro__)
+
+
+def _give(obj: Any) -> list[Any]:
+    """``["oh", handle, operations]``: an oracle object the product may operate on."""
+    number = _GIVEN_IDS.get(id(obj))
+    if number is None or _GIVEN.get(number) is not obj:
+        number = len(_GIVEN) + 1
+        _GIVEN[number] = obj
+        _GIVEN_IDS[id(obj)] = number
+    kind = type(obj)
+    offers = ["call"] if callable(obj) else []
+    for op in ("iter", "next", "len", "getitem", "contains"):
+        if getattr(kind, f"__{op}__", None) is not None:
+            offers.append(op)
+    if getattr(kind, "__hash__", None) is not None:
+        offers.append("hash")
+    return ["oh", number, offers]
+
+
+def _overreach(link: _Link, obj: Any, name: str) -> dict[str, Any]:
+    """A read the callbacks do not offer: the product gets ``AttributeError``, the call it
+    serves fails once it returns."""
+    why = f"the product read {name} of the oracle's {type(obj).__name__}"
+    if link.pending is None:
+        link.pending = _fail(ProductOverreach, why)
+    return {"raise": {"bx": "AttributeError", "args": encode((name,), _send), "str": name}}
+
+
+def _serve_callback(link: _Link, message: dict[str, Any]) -> dict[str, Any]:
+    """The answer to one callback: the product's operation on an object the oracle gave out."""
+    op, number = message.get("cb"), message.get("on")
+    if type(number) is not int or number not in _GIVEN:
+        raise WireError("a callback on no handle the oracle gave out")
+    obj = _GIVEN[number]
+    args = decode(message.get("args", ["l", []]), _receive)
+    kwargs = decode(message.get("kwargs", ["d", []]), _receive)
+    names = type(kwargs) is dict and all(type(k) is str for k in kwargs)
+    if type(args) is not list or not names:
+        raise WireError("a callback's arguments are not a list and a dict of names")
+    try:
+        if op == "getattr":
+            name = str(args[0]) if len(args) == 1 and type(args[0]) is str else ""
+            if isinstance(obj, _OPAQUE) or _machinery(type(obj)) or name in _INTERNALS:
+                return _overreach(link, obj, name[:80] or "?")
+            if not name or name[:2] == "__":
+                raise AttributeError(name)
+            return {"ok": encode(getattr(obj, name), _send)}
+        if op not in _CALLBACKS or (kwargs and op != "call"):
+            raise WireError(f"no such callback: {str(op)[:40]}")
+        return {"ok": encode(_CALLBACKS[op](obj, *args, **kwargs), _send)}
+    except WireError:
+        raise
+    except BaseException as exc:
+        return {"raise": _crossing(link, exc)}
+
+
+def _crossing(link: _Link, exc: BaseException) -> dict[str, Any]:
+    """How an exception an oracle callback raised reaches the product: a product exception
+    as itself; an ``Exception`` of the oracle's as its nearest built-in class, with the
+    oracle's handle so that raised on it is the oracle's again; anything else (a
+    ``BaseException`` only, the test machinery's, a refusal, a product failure) ends the
+    call the product serves: the product gets ``OracleAbort`` and the oracle re-raises the
+    original when that call returns."""
+    own = vars(exc).get("__pw_exc__") if hasattr(exc, "__dict__") else None
+    if type(own) is int:
+        return {"h": own}
+    if isinstance(exc, Exception) and not _machinery(type(exc)):
+        base = next(c for c in type(exc).__mro__ if c.__module__ == "builtins")
+        try:
+            text = str(exc)[:2000]
+        except Exception:
+            text = type(exc).__name__
+        args = encode(exc.args, _send) if is_plain(exc.args) else None
+        return {"bx": base.__name__, "args": args, "str": text, "oracle": _give(exc)[1]}
+    if link.pending is None:
+        link.pending = exc
+    return {"abort": type(exc).__name__}
 
 
 def _receive(tagged: list[Any]) -> Any:
@@ -451,6 +608,8 @@ def _receive(tagged: list[Any]) -> Any:
                 return module
             kind = ""
         return _handle(tagged[1], str(tagged[2])[:200], bool(tagged[3]), kind)
+    if tag == "oh" and len(tagged) == 2 and type(tagged[1]) is int and tagged[1] in _GIVEN:
+        return _GIVEN[tagged[1]]
     if tag in ("bx", "sx", "xc", "bad"):
         cls = _exception_class(tagged)
         if cls is None:
@@ -517,6 +676,12 @@ def _exception_text(self: BaseException) -> str:
 
 def _exception(raised: Any) -> BaseException:
     """The exception to raise in the oracle for one the product raised."""
+    if type(raised) is dict and "oracle" in raised:
+        # One an oracle callback raised, raised on by product code: the oracle's own again.
+        own = _GIVEN.get(raised["oracle"]) if type(raised["oracle"]) is int else None
+        if isinstance(own, BaseException):
+            return own
+        return _fail(ProductUnreadable, "the product raised an oracle object that is no exception")
     if type(raised) is not dict or type(raised.get("cls")) is not list or not raised["cls"]:
         return _fail(ProductUnreadable, "an unreadable exception from the product")
     text = str(raised.get("str", ""))[:2000]

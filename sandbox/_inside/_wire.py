@@ -10,8 +10,9 @@ takes one that resolves the tags it does not know itself.
 
 A plain value is one of ``None``, ``bool``, ``int``, ``float``, ``complex``, ``str``,
 ``bytes``, ``Decimal``, ``Fraction``, ``date``, ``time``, ``datetime`` (naive, or with a fixed
-``timezone``), ``timedelta``, or a ``list``, ``tuple``, ``dict``, ``set`` or ``frozenset`` of
-plain values, by exact type: a subclass of a plain type is not plain.
+``timezone``), ``timedelta``, a ``slice`` of plain values (what ``seq[i:j]`` sends), or a
+``list``, ``tuple``, ``dict``, ``set`` or ``frozenset`` of plain values, by exact type: a
+subclass of a plain type is not plain.
 
 Part of both programs concatenated by sandbox/_inside (``program``).
 """
@@ -56,6 +57,7 @@ _BY_VALUE = frozenset(
         dict,
         set,
         frozenset,
+        slice,
     }
 )
 
@@ -77,6 +79,9 @@ def is_plain(value: object, depth: int = 0) -> bool:
         return False
     if kind in (list, tuple, set, frozenset):
         return depth < WIRE_DEPTH and all(is_plain(v, depth + 1) for v in value)  # type: ignore[attr-defined]
+    if kind is slice:
+        parts = (value.start, value.stop, value.step)  # type: ignore[attr-defined]
+        return depth < WIRE_DEPTH and all(is_plain(v, depth + 1) for v in parts)
     if kind is dict:
         return depth < WIRE_DEPTH and all(
             is_plain(k, depth + 1) and is_plain(v, depth + 1)
@@ -113,6 +118,9 @@ def encode(value: object, other: Callable[[object], Any], depth: int = 0) -> Any
     if kind is dict:
         pairs = value.items()  # type: ignore[attr-defined]
         return ["d", [[encode(k, other, down), encode(v, other, down)] for k, v in pairs]]
+    if kind is slice:
+        parts = (value.start, value.stop, value.step)  # type: ignore[attr-defined]
+        return ["sl", [encode(v, other, down) for v in parts]]
     if kind is bytes:
         return ["b", base64.b64encode(value).decode("ascii")]  # type: ignore[arg-type]
     if kind is complex:
@@ -191,6 +199,9 @@ def decode(data: Any, other: Callable[[list[Any]], Any], depth: int = 0) -> Any:
                 decode(k, other, down): decode(v, other, down)
                 for k, v in (_items(pair) for pair in _items(data[1]))
             }
+        if tag == "sl":
+            start, stop, step = (decode(v, other, down) for v in _items(data[1]))
+            return slice(start, stop, step)
         if tag == "b":
             return base64.b64decode(data[1], validate=True)
         if tag == "c":
