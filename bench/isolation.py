@@ -7,9 +7,12 @@ On the orders example (base -> patch-fix), in this run, interleaved:
 - the share of the verdict's property records that ran isolated, with each exception's
   reason (from the bundle's ``runs/*.json``);
 - one call round trip through the wire: a product program in a plain subprocess (no
-  sandbox: the wire alone), ``bulk_price(Decimal, int)`` called N times, in microseconds.
+  sandbox: the wire alone), ``bulk_price(Decimal, int)`` called N times, in microseconds;
+- with ``--baseline PATH`` (another install's ``patchwarden``, e.g. of the commit before a
+  change) that one's ``score`` in both modes too, interleaved with ours, so a change's own
+  cost on each mode is read off the same noisy machine.
 
-    python bench/isolation.py [--rounds N] [--calls N]
+    python bench/isolation.py [--rounds N] [--calls N] [--baseline PATH]
 """
 
 from __future__ import annotations
@@ -32,10 +35,12 @@ from score_overhead import CONTRACT, make_example
 from patchwarden.sandbox._inside import PRODUCT, program
 
 
-def score(repo: Path, logs: Path, state: Path, config: Path) -> tuple[float, dict[str, Any]]:
+def score(
+    repo: Path, logs: Path, state: Path, config: Path, executable: str = "patchwarden"
+) -> tuple[float, dict[str, Any]]:
     start = time.perf_counter()
     proc = subprocess.run(
-        ["patchwarden", "score", "--repo", str(repo), "--contract", CONTRACT, "--parent", "base",
+        [executable, "score", "--repo", str(repo), "--contract", CONTRACT, "--parent", "base",
          "--patch", "patch-fix", "--log-dir", str(logs), "--config", str(config), "--json"],
         env={**os.environ, "XDG_STATE_HOME": str(state)},
         capture_output=True,
@@ -99,7 +104,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--baseline", help="another patchwarden executable, timed interleaved")
     args = parser.parse_args()
+    runs = {"isolated": "patchwarden", "in-process": "patchwarden"}
+    if args.baseline:
+        runs.update({"baseline isolated": args.baseline, "baseline in-process": args.baseline})
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         repo = base / "orders"
@@ -108,17 +117,21 @@ def main() -> None:
         for mode in ("isolated", "in-process"):
             configs[mode] = base / f"{mode}.yaml"
             configs[mode].write_text(f"sandbox:\n  oracle: {mode}\n")
-        times: dict[str, list[float]] = {"isolated": [], "in-process": []}
-        decisions: dict[str, set[str]] = {"isolated": set(), "in-process": set()}
-        for mode in times:  # warm the scratch clone and caches of each
-            score(repo, base / f"logs-{mode}", base / f"state-{mode}", configs[mode])
+        times: dict[str, list[float]] = {run: [] for run in runs}
+        decisions: dict[str, set[str]] = {run: set() for run in runs}
+
+        def once(run: str) -> tuple[float, dict[str, Any]]:
+            mode, name = run.removeprefix("baseline "), run.replace(" ", "-")
+            logs, state = base / f"logs-{name}", base / f"state-{name}"
+            return score(repo, logs, state, configs[mode], runs[run])
+
+        for run in runs:  # warm the scratch clone and caches of each
+            once(run)
         for _ in range(args.rounds):
-            for mode in times:
-                elapsed, verdict = score(
-                    repo, base / f"logs-{mode}", base / f"state-{mode}", configs[mode]
-                )
-                times[mode].append(elapsed)
-                decisions[mode].add(str(verdict.get("decision")))
+            for run in runs:
+                elapsed, verdict = once(run)
+                times[run].append(elapsed)
+                decisions[run].add(str(verdict.get("decision")))
         isolated, total, reasons = isolation_share(base / "logs-isolated")
         worktree = base / "rt"
         subprocess.run(["git", "-C", str(repo), "worktree", "add", "-q", str(worktree), "base"],
@@ -130,6 +143,11 @@ def main() -> None:
         f"score in-process median {inproc:.2f} s  {times['in-process']}  {decisions['in-process']}"
     )
     print(f"isolated / in-process: {iso / inproc:.3f} (target <= 1.25)")
+    for mode in ("isolated", "in-process") if args.baseline else ():
+        theirs = statistics.median(times[f"baseline {mode}"])
+        ours = statistics.median(times[mode])
+        print(f"baseline {mode:10} median {theirs:.2f} s  {times[f'baseline {mode}']}")
+        print(f"{mode} / baseline {mode}: {ours / theirs:.3f}")
     print(f"records isolated: {isolated}/{total}; in-process: {reasons or 'none'}")
     print(f"round trip (bulk_price(Decimal, int), plain subprocess): {trip:.1f} us per call")
 

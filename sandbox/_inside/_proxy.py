@@ -110,7 +110,7 @@ class _Link:
     """The oracle's end of the wire: one request at a time, each with its deadline."""
 
     def __init__(
-        self, req_fd: int, rep_fd: int, status_fd: int, timeout: float, beat_fd: int | None
+        self, req_fd: int, rep_fd: int, status_fd: int, timeout: float, beat_fd: int | None = None
     ) -> None:
         self.req_fd, self.rep_fd, self.status_fd, self.timeout = req_fd, rep_fd, status_fd, timeout
         self.beat_fd = beat_fd
