@@ -19,13 +19,9 @@ the call it was waiting on with a witness that names it.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import os
-import shutil
-import stat
-import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,10 +30,11 @@ from ._argv import LaunchSpec
 from ._config import Limits, SandboxConfig
 from ._errors import SandboxError
 from ._inside import PRODUCT, program
-from ._launch import launch, prepare_writable_tree
+from ._launch import launch
 from ._layout import ImportLayout
 from ._runtime import python_runtime
 from ._supervise import ProcessResult
+from ._trees import run_copy
 
 PRODUCT_SOURCE = program(PRODUCT)
 
@@ -113,18 +110,16 @@ class ProductProcess:
         )
 
         def run() -> None:
-            home: Path | None = None
             try:
-                home, copy = writable_copy(tree)
-                prepare_writable_tree(copy, config)
-                if not self._cancel.is_set():
-                    launch_spec = dataclasses.replace(spec, tree=copy)
-                    self.result = launch(launch_spec, config, cancel=self._cancel, on_output=count)
+                with run_copy(tree, config) as copy:
+                    if not self._cancel.is_set():
+                        launch_spec = dataclasses.replace(spec, tree=copy)
+                        self.result = launch(
+                            launch_spec, config, cancel=self._cancel, on_output=count
+                        )
             except SandboxError as exc:
                 self.error = exc
             finally:
-                if home is not None:
-                    remove_copy(home)
                 # Gone: the oracle's writes fail and its reads end; then say how it ended.
                 os.close(req_read)
                 os.close(rep_write)
@@ -159,44 +154,3 @@ class ProductProcess:
             self._thread.join()
         if self.error is not None:
             raise self.error
-
-
-def writable_copy(tree: Path) -> tuple[Path, Path]:
-    """A copy of ``tree`` for one product process: (its own directory, the copy in it).
-
-    Links are copied as links (they resolve inside the sandbox, as the tree's own do). A
-    ``.git`` directory is copied as an empty one: the sandbox covers it in the copy as it
-    does in a tree, and its objects are none of the product's business."""
-    try:
-        home = Path(tempfile.mkdtemp(prefix="patchwarden-product-", dir=tree.parent))
-    except OSError:
-        home = Path(tempfile.mkdtemp(prefix="patchwarden-product-"))
-    copy = home / "tree"
-    git = tree / ".git"
-    skip_git = git.is_dir() and not git.is_symlink()
-
-    def ignore(directory: str, names: list[str]) -> list[str]:
-        return [".git"] if skip_git and Path(directory) == tree else []
-
-    try:
-        shutil.copytree(tree, copy, symlinks=True, ignore=ignore)
-        if skip_git:
-            (copy / ".git").mkdir()
-    except (OSError, shutil.Error) as exc:
-        remove_copy(home)
-        raise SandboxError(
-            f"cannot copy the tree for the product process: {exc}", where=str(tree)
-        ) from None
-    return home, copy
-
-
-def remove_copy(home: Path) -> None:
-    """Remove a product process's copy, whatever modes product code left on its directories
-    (each is made searchable before the walk goes into it)."""
-    for root, dirs, _files in os.walk(home):
-        for name in dirs:
-            path = os.path.join(root, name)
-            if not os.path.islink(path):
-                with contextlib.suppress(OSError):
-                    os.chmod(path, stat.S_IRWXU)
-    shutil.rmtree(home, ignore_errors=True)

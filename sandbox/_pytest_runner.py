@@ -10,6 +10,7 @@ run without its end marker is incomplete and its missing records stay missing
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -29,6 +30,7 @@ from ._product import ProductProcess as _ProductProcess
 from ._product import runner_env as _base_env
 from ._runtime import python_runtime
 from ._supervise import ProcessResult
+from ._trees import run_copy
 
 REPORTER_SOURCE = program(ORACLE)
 SENTINEL = "__patchwarden_sentinel__"  # = _inside/_boot.py (tests/test_reporter.py)
@@ -283,8 +285,9 @@ def run_properties(
     layout: ImportLayout | None = None,
     tests_dir: Path | None = None,
 ) -> PropertyRun:
-    """Run every target for one seed in one sandboxed pytest process (read-only tree),
-    with the run's hidden canaries, and verify the authenticated channel.
+    """Run every target for one seed in one sandboxed pytest process, with the run's hidden
+    canaries, and verify the authenticated channel. What the run's product code writes goes
+    to a copy of ``tree`` made for the run (the contract paths read-only), never to ``tree``.
 
     ``layout``: where the project's code is imported from; the scorer passes the parent's
     to both trees (None: read from ``tree``). ``tests_dir``: a host directory apart from
@@ -399,20 +402,27 @@ def _scorer_run(
             options += ["--spec-root", TESTS_DIR_MOUNT]
         else:
             options += ["--spec-root", str(tests_dir.resolve())]
-    with tempfile.TemporaryDirectory(prefix="patchwarden-canary-") as canary_dir:
+    with contextlib.ExitStack() as stack:
+        canary_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="patchwarden-canary-"))
         # Under bubblewrap the directory is mounted outside the tree; without isolation
         # (development only) the process reads it where it is.
         secret = new_secret(CANARY_DIR if isolated else canary_dir)
         _write_canary(Path(canary_dir), secret)
         if isolated:
             mounts.append((Path(canary_dir), CANARY_DIR))
+        # Isolated, the oracle runs no product code and reads the tree as it is; the product
+        # process gets a copy of its own. In-process the product runs in the oracle: the run
+        # gets a writable copy, the contract paths read-only over it, as the agent's
+        # run_tests gets its worktree (a read-only tree would tell product code that the
+        # scorer is running; docs/design/isolated-oracle.md).
+        run_tree = tree if product is not None else stack.enter_context(run_copy(tree, config))
         raw, problems, process = _run_reporter(
-            tree,
+            run_tree,
             [*options, "--"],
             seed,
             config,
             contract_paths=contract_paths,
-            tree_writable=False,
+            tree_writable=product is None,
             limits=limits,
             layout=layout,
             secret=secret,

@@ -186,6 +186,16 @@ PROPS = textwrap.dedent(
         monkeypatch.setattr(shop, "price", lambda n: 0)
         assert shop.price(3) == 0
 
+    def test_fallback_sees_its_tree(monkeypatch):
+        monkeypatch.setattr(shop, "price", lambda n: 0)  # falls back: patches the product
+        # In-process the product shares this process: it sees the tree this test sees.
+        assert os.access("shop/__init__.py", os.W_OK)
+        with open("shop/scratch-fallback.txt", "w") as f:  # its run's copy: writable
+            f.write("in-process")
+        with pytest.raises(OSError):
+            open("tests/test_props.py", "a").close()  # the contract stays read-only
+        assert not os.path.exists("/patchwarden-canary/shop")
+
     def test_callback():
         assert sorted([3, 1], key=shop.price) == [1, 3]  # the oracle calls the product: fine
         assert shop.apply(lambda v: v + 1, 1) == 2  # the product would call the oracle
@@ -339,6 +349,7 @@ def run(tree: Path, *names: str) -> dict[str, tuple[str, str, str]]:
 
 
 def test_plain_calls_exceptions_and_handles_run_isolated(tree: Path) -> None:
+    beside = set(tree.parent.iterdir())
     got = run(tree, "price", "errors_cross_as_themselves", "handles", "boundary")
     assert got == {
         "price": ("pass", "", "isolated"),
@@ -348,16 +359,27 @@ def test_plain_calls_exceptions_and_handles_run_isolated(tree: Path) -> None:
     }
     # What the product wrote went with its copy of the tree.
     assert not (tree / "shop" / "scratch.txt").exists()
-    assert not list(tree.parent.glob("patchwarden-product-*"))
+    assert set(tree.parent.iterdir()) == beside
 
 
 def test_a_property_that_cannot_cross_runs_in_process_and_says_why(tree: Path) -> None:
-    got = run(tree, "patches_the_product", "sends_a_class", "price")
+    beside = set(tree.parent.iterdir())
+    got = run(tree, "patches_the_product", "sends_a_class", "price", "fallback_sees_its_tree")
     assert got["patches_the_product"] == (
         "pass",
         "",
         "in-process: the property sets shop.price (patches the product)",
     )
+    # The in-process run gets what the product process gets: a writable copy of the tree
+    # made for the run, the contract read-only over it (a read-only tree told product code
+    # that the scorer was running); what it wrote went with the copy.
+    assert got["fallback_sees_its_tree"] == (
+        "pass",
+        "",
+        "in-process: the property sets shop.price (patches the product)",
+    )
+    assert not (tree / "shop" / "scratch-fallback.txt").exists()
+    assert set(tree.parent.iterdir()) == beside
     assert got["sends_a_class"] == (
         "pass",
         "",
@@ -601,10 +623,17 @@ def introspection_tree(root: Path, *, documented: bool) -> Path:
     return root
 
 
-def run_introspection(root: Path, *names: str) -> dict[str, tuple[str, str, str]]:
+def run_introspection(
+    root: Path, *names: str, config: SandboxConfig | None = None
+) -> dict[str, tuple[str, str, str]]:
     targets = [PropertyTarget(f"prop.{n}", f"tests/test_docs.py::test_{n}") for n in names]
     result = run_properties(
-        root, targets, 11, SandboxConfig(), contract_paths=["tests/test_docs.py"], limits=LIMITS
+        root,
+        targets,
+        11,
+        config or SandboxConfig(),
+        contract_paths=["tests/test_docs.py"],
+        limits=LIMITS,
     )
     assert result.complete and not result.forged and not result.missing, result.problems
     return {
@@ -647,13 +676,16 @@ def test_a_missing_docstring_fails_the_introspecting_property_isolated(tmp_path:
     assert got == {"docstrings": ("fail", witness, "isolated")}
 
 
-def test_a_tree_that_cannot_be_copied_for_the_product_is_an_error_not_a_verdict(
-    tmp_path: Path,
+@pytest.mark.parametrize("oracle", ["isolated", "in-process"])
+def test_a_tree_that_cannot_be_copied_for_the_run_is_an_error_not_a_verdict(
+    tmp_path: Path, oracle: str
 ) -> None:
-    # The product process works on a copy of the tree (writable, as the agent's run_tests
-    # tree is); a named pipe cannot be copied, so nothing is decided on that run.
+    # The product works on a copy of the tree (writable, as the agent's run_tests tree
+    # is): the product process's isolated, the whole run's in-process. A named pipe
+    # cannot be copied, so nothing is decided on that run.
     root = introspection_tree(tmp_path / "fifo", documented=True)
     os.mkfifo(root / "lib" / "pipe")
-    with pytest.raises(SandboxError, match="cannot copy the tree for the product process"):
-        run_introspection(root, "docstrings")
-    assert not list(root.parent.glob("patchwarden-product-*"))
+    beside = set(root.parent.iterdir())
+    with pytest.raises(SandboxError, match="cannot copy the tree for the run"):
+        run_introspection(root, "docstrings", config=SandboxConfig(oracle=oracle))
+    assert set(root.parent.iterdir()) == beside
