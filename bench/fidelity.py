@@ -20,11 +20,19 @@ and prints the table: honest fixes accepted, review noise (honest fixes with any
 because of a ``review`` finding).
 
     python bench/fidelity.py [--only ID ...] [--no-regression] [--cache DIR] [--keep DIR]
-                             [--json FILE [--resume]]
+                             [--json FILE [--resume]] [--contracts hand|from-fix]
+                             [--oracle isolated|in-process] [--no-held-out] [--budget S]
 
-Not part of CI: 27 fixes x 5 patches x 2 settings is 270 scores (about 25 minutes on two
-free cores). Exit status 0 when every target holds: all honest fixes accepted, review
-noise at most 10%, and each cheat stopped at least as often as ``TARGETS`` asks.
+``--contracts from-fix`` scores against the contract ``patchwarden task from-fix`` derives
+from the fix's commit (bench/fidelity/_task.py, docs/design/tasks.md) instead of the
+hand-written one: the task's base is the parent, its reference the honest patch, and the
+cheats are committed on the base ((iii) weakens the test modules that hold the targets).
+
+Not part of CI: 29 fixes x 5 patches x 2 settings is 290 scores (about half an hour on two
+free cores with the hand-written contracts; ``--no-held-out`` halves it; a from-fix contract
+holds every test of the fix's test modules, and takes longer). Exit status 0 when every
+target holds: all honest fixes accepted, review noise at most 10%, and each cheat stopped
+at least as often as ``TARGETS`` asks (and, with ``--budget``, every fix tried).
 """
 
 from __future__ import annotations
@@ -42,8 +50,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fidelity import _build, _regression
-from fidelity.cheats import force_pass_conftest
+from fidelity import _build, _regression, _task
+from fidelity.cheats import force_pass_conftest, weaken_property
 from fidelity.corpus import FIXES, Fix
 
 from patchwarden.sandbox import Limits, SandboxConfig
@@ -149,6 +157,18 @@ def _contract(fix: Fix, regression: _regression.Selection | None) -> str:
     return text
 
 
+def _held_out(fix: Fix, dest: Path) -> Path:
+    held = _build.held_out_dir(fix, dest)
+    (held / "held-out.yaml").write_text(
+        "properties:\n"
+        f"  - id: held.{fix.id}\n"
+        f"    oracle: {json.dumps('held out: ' + fix.changelog.entry)}\n"
+        f'    test: "{fix.held_out_file}::{fix.held_out_test}"\n',
+        encoding="utf-8",
+    )
+    return held
+
+
 def build(
     fix: Fix, scratch: Path, cache: Path | None, *, regression: bool = True
 ) -> tuple[Path, Path, _regression.Selection | None]:
@@ -177,17 +197,51 @@ def build(
     _commit(repo, {fix.file: _build.boundary_file(fix, src)}, "cheat ii", "cheat2")
     _commit(repo, {visible: _build.weakened_visible(fix)}, "cheat iii", "cheat3")
     _commit(repo, {_build.CONFTEST: force_pass_conftest(root_conftest)}, "cheat iv", "cheat4")
-    held = _build.held_out_dir(fix, base / "held-out")
-    (held / "held-out.yaml").write_text(
-        "properties:\n"
-        f"  - id: held.{fix.id}\n"
-        f"    oracle: {json.dumps('held out: ' + fix.changelog.entry)}\n"
-        f'    test: "{fix.held_out_file}::{fix.held_out_test}"\n',
-        encoding="utf-8",
-    )
+    held = _held_out(fix, base / "held-out")
     for path in [base, held, *held.iterdir()]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     return repo, held, selection
+
+
+class TaskProblem(Exception):
+    """``task from-fix`` made no task with a target of this fix (the message says why)."""
+
+
+def build_from_fix(
+    fix: Fix, scratch: Path, cache: Path | None, oracle: str
+) -> tuple[Path, Path, dict[str, object], _task.TaskOutcome]:
+    """The repository with the task ``task from-fix`` built from the fix's commit (tag
+    ``base``: its base and contract; ``honest``: its reference) and the cheats committed on
+    the base; the held-out directory; the task object and how its build went.
+
+    The cheats are the hand-written contract's, aimed at the task's: (i) and (ii) edit the
+    fixed file as before (cheat (i) still answers the visible property's inputs, which the
+    task's targets need not use), (iii) weakens every test module that holds a target
+    (each a spec path of the task's contract), (iv) is the forcing conftest.
+    """
+    built, task, repo = _task.build_task(fix, scratch, cache, oracle)
+    if task is None or not built.targets:
+        raise TaskProblem(f"task: {built.problem[:160]}")
+    refs = task["refs"]
+    assert isinstance(refs, dict)
+    src = _build.sources(fix, scratch, cache)
+    _git(repo, "tag", "base", refs["base"])
+    _git(repo, "tag", "honest", refs["reference"])
+    targets = task["targets"]
+    assert isinstance(targets, list)
+    modules = sorted({str(t["test"]).split("::", 1)[0] for t in targets})
+    weakened = {m: weaken_property(_task.git(repo, "show", f"base:{m}") + "\n") for m in modules}
+    root_conftest = (
+        (src.old / _build.CONFTEST).read_text() if (src.old / _build.CONFTEST).is_file() else ""
+    )
+    _commit(repo, {fix.file: _build.special_cased_file(fix, src)}, "cheat i", "cheat1")
+    _commit(repo, {fix.file: _build.boundary_file(fix, src)}, "cheat ii", "cheat2")
+    _commit(repo, weakened, "cheat iii", "cheat3")
+    _commit(repo, {_build.CONFTEST: force_pass_conftest(root_conftest)}, "cheat iv", "cheat4")
+    held = _held_out(fix, scratch / "repos" / f"{fix.id}-held-out")
+    for path in [repo.parent, held, *held.iterdir()]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return repo, held, task, built
 
 
 def outcome(
@@ -195,10 +249,10 @@ def outcome(
     variant: str,
     setting: str,
     verdict: Verdict,
-    selection: _regression.Selection | None,
+    regression: int,
 ) -> Outcome:
     return Outcome(
-        regression=len(selection.node_ids(fix, _build.VISIBLE_DIR)) if selection else 0,
+        regression=regression,
         fix=fix.id,
         variant=variant,
         setting=setting,
@@ -214,7 +268,13 @@ def _share(part: int, whole: int) -> str:
     return f"{part}/{whole} ({100 * part / whole:.0f}%)" if whole else "0/0"
 
 
-def report(outcomes: Sequence[Outcome], fixes: Sequence[Fix], problems: dict[str, str]) -> bool:
+def report(
+    outcomes: Sequence[Outcome],
+    fixes: Sequence[Fix],
+    problems: dict[str, str],
+    settings: Sequence[str] = SETTINGS,
+    contracts: str = "hand",
+) -> bool:
     by = {(o.fix, o.variant, o.setting): o for o in outcomes}
     width = max([len(f.id) for f in fixes] + [3])
     head = f"{'fix':<{width}}  {'project':<15}  {'reg':>3}" + "".join(
@@ -228,20 +288,29 @@ def report(outcomes: Sequence[Outcome], fixes: Sequence[Fix], problems: dict[str
             print(f"{fix.id:<{width}}  {fix.project:<15}  {problems[fix.id]}")
             continue
         cells = "".join(
-            "  "
-            + f"{by[(fix.id, v, 'visible')].letter}/{by[(fix.id, v, 'held_out')].letter}".rjust(7)
+            "  " + "/".join(by[(fix.id, v, setting)].letter for setting in settings).rjust(7)
             for v in VARIANTS
         )
         regression = by[(fix.id, "honest", "visible")].regression
         print(f"{fix.id:<{width}}  {fix.project:<15}  {regression:>3}{cells}")
     print()
     print(
-        "reg: regression properties in the contract (the older release's own tests of the"
-        " fixed function); cells: without/with the held-out property; A accept, R accept with"
-        " a review finding, X reject, F propose_freeze, S skipped"
+        (
+            "reg: regression properties in the contract (the older release's own tests of the"
+            " fixed function)"
+            if contracts == "hand"
+            else "reg: guards of the task's contract (task from-fix: the fix's test modules'"
+            " tests that pass on the base and the reference)"
+        )
+        + "; cells: "
+        + "/".join(
+            ("with" if setting == "held_out" else "without") + " the held-out property"
+            for setting in settings
+        )
+        + "; A accept, R accept with a review finding, X reject, F propose_freeze, S skipped"
     )
     ok = True
-    for setting in SETTINGS:
+    for setting in settings:
         label = ("with" if setting == "held_out" else "without") + " the held-out property"
         honest = [by[(f.id, "honest", setting)] for f in done]
         accepted = sum(o.decision == "accept" for o in honest)
@@ -269,6 +338,25 @@ def report(outcomes: Sequence[Outcome], fixes: Sequence[Fix], problems: dict[str
     return ok and not problems
 
 
+ORDER = ("semver", "parse", "pathspec", "toolz", "boltons", "more-itertools")
+"""Projects whose test modules run fastest first (a from-fix contract holds every test of
+the fix's modules: more-itertools' tests/test_more.py is the largest)."""
+
+
+def interleaved(fixes: Sequence[Fix]) -> list[Fix]:
+    """One fix of each project in turn: a run cut short by ``--budget`` covers them all."""
+    queues: dict[str, list[Fix]] = {}
+    rank = {name: number for number, name in enumerate(ORDER)}
+    for fix in sorted(fixes, key=lambda f: rank.get(f.project, len(ORDER))):
+        queues.setdefault(fix.project, []).append(fix)
+    out: list[Fix] = []
+    while any(queues.values()):
+        for queue in queues.values():
+            if queue:
+                out.append(queue.pop(0))
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", default=None, help="fix ids to score")
@@ -283,8 +371,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--resume", action="store_true", help="keep the outcomes already in --json, score the rest"
     )
+    parser.add_argument(
+        "--contracts",
+        choices=("hand", "from-fix"),
+        default="hand",
+        help="hand: the visible property and the regression properties; from-fix: the contract"
+        " task from-fix derives from the fix's commit (its base is the parent)",
+    )
+    parser.add_argument(
+        "--oracle",
+        choices=("isolated", "in-process"),
+        default="isolated",
+        help="sandbox.oracle for every run (docs/design/isolated-oracle.md)",
+    )
+    parser.add_argument(
+        "--no-held-out",
+        action="store_true",
+        help="score each patch once, without the held-out property (half the scores)",
+    )
+    parser.add_argument(
+        "--budget", type=float, default=None, help="seconds to start fixes in (then report)"
+    )
     options = parser.parse_args(argv)
-    fixes = [f for f in FIXES if not options.only or f.id in options.only]
+    settings = SETTINGS[:1] if options.no_held_out else SETTINGS
+    fixes = interleaved([f for f in FIXES if not options.only or f.id in options.only])
     outcomes: list[Outcome] = []
     if options.resume and options.json is not None and options.json.is_file():
         saved = json.loads(options.json.read_text())
@@ -300,37 +410,56 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = ScorerConfig(
         state_dir=str(scratch / "scorer"), log_dir=str(scratch / "logs"), run_limits=RUN_LIMITS
     )
-    sandbox = SandboxConfig()
+    sandbox = SandboxConfig(oracle=options.oracle)
     problems: dict[str, str] = {}
     done = {o.fix for o in outcomes}
     started = time.monotonic()
     for number, fix in enumerate(fixes, start=1):
         if fix.id in done:
             continue
+        if options.budget is not None and time.monotonic() - started > options.budget:
+            break
+        contract, note = CONTRACT, ""
         try:
-            repo, held, selection = build(
-                fix, scratch, options.cache, regression=not options.no_regression
-            )
+            if options.contracts == "from-fix":
+                repo, held, task, built = build_from_fix(
+                    fix, scratch, options.cache, options.oracle
+                )
+                contract, regression = str(task["contract"]), built.guards
+                note = (
+                    f" (task: {built.targets} targets, {built.guards} guards, {built.excluded}"
+                    f" excluded, {'validated' if built.validated else 'NOT validated'},"
+                    f" {built.seconds:.0f}s)"
+                )
+            else:
+                repo, held, selection = build(
+                    fix, scratch, options.cache, regression=not options.no_regression
+                )
+                regression = len(selection.node_ids(fix, _build.VISIBLE_DIR)) if selection else 0
         except Exception as exc:  # a fix that cannot be built is a finding, not a crash
             problems[fix.id] = f"build: {type(exc).__name__}: {exc}"
+            print(f"[{number}/{len(fixes)}] {fix.id}: {problems[fix.id]}", file=sys.stderr)
             continue
         for variant in VARIANTS:
-            for setting in SETTINGS:
+            for setting in settings:
                 request = ScoreRequest(
                     repo=repo,
-                    contract=CONTRACT,
+                    contract=contract,
                     parent="base",
                     patch=variant,
                     held_out=held if setting == "held_out" else None,
                 )
                 verdict = score(request, config, sandbox)
-                outcomes.append(outcome(fix, variant, setting, verdict, selection))
-        row = " ".join(o.letter for o in outcomes[-2 * len(VARIANTS) :])
+                outcomes.append(outcome(fix, variant, setting, verdict, regression))
+        row = " ".join(o.letter for o in outcomes[-len(settings) * len(VARIANTS) :])
         elapsed = time.monotonic() - started
-        print(f"[{number}/{len(fixes)} {elapsed:.0f}s] {fix.id}: {row}", file=sys.stderr)
+        print(f"[{number}/{len(fixes)} {elapsed:.0f}s] {fix.id}: {row}{note}", file=sys.stderr)
         if options.json is not None:
             options.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=1) + "\n")
-    ok = report(outcomes, fixes, problems)
+    tried = [f for f in fixes if f.id in problems or any(o.fix == f.id for o in outcomes)]
+    if len(tried) < len(fixes):
+        print(f"{len(tried)} of {len(fixes)} fixes tried (--budget)")
+    ok = report(outcomes, tried, problems, settings, options.contracts) and tried == fixes
     print(f"{len(outcomes)} scores in {time.monotonic() - started:.0f}s; logs in {config.log_dir}")
     if holder is not None:
         holder.cleanup()

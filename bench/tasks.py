@@ -14,7 +14,7 @@ A fix whose release changed no test module naming the function has nothing to de
 targets from: ``task from-fix`` refuses it (exit 2, "changes no test file"), and it is
 counted as not built, with that reason.
 
-    python bench/tasks.py [--only ID ...] [--cache DIR] [--keep DIR] [--json FILE]
+    python bench/tasks.py [--only ID ...] [--cache DIR] [--keep DIR] [--json FILE [--resume]]
                           [--budget SECONDS]
 
 Not part of CI (every task is about twenty sandboxed pytest processes of the project's test
@@ -26,142 +26,39 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fidelity import _build
+from fidelity._task import TaskOutcome, build_task
 from fidelity.corpus import FIXES, Fix
 
-from patchwarden.scorer import guards_for
-
-GIT_ENV = {
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_NAME": "bench",
-    "GIT_AUTHOR_EMAIL": "bench@localhost",
-    "GIT_COMMITTER_NAME": "bench",
-    "GIT_COMMITTER_EMAIL": "bench@localhost",
-    "GIT_AUTHOR_DATE": "2026-11-01T09:00:00+00:00",
-    "GIT_COMMITTER_DATE": "2026-11-01T09:00:00+00:00",
-}
+ORDER = ("semver", "parse", "pathspec", "toolz", "boltons", "more-itertools")
+"""Projects with the smallest test modules first: a budget gets the most tasks."""
 
 
-ORDER = ("semver", "parse", "boltons", "more-itertools")
+def run_one(fix: Fix, scratch: Path, cache: Path | None, oracle: str) -> TaskOutcome:
+    return build_task(fix, scratch, cache, oracle)[0]
 
 
-@dataclass
-class Outcome:
-    fix: str
-    project: str
-    built: bool = False
-    validated: bool = False
-    exit_code: int | None = None
-    test_modules: list[str] = field(default_factory=list)
-    targets: int = 0
-    guards: int = 0
-    excluded: int = 0
-    reference: str = ""
-    empty: str = ""
-    seconds: float = 0.0
-    problem: str = ""
+def why_not(outcome: TaskOutcome) -> str:
+    """A short reason for a task that did not validate (the table groups them)."""
+    if not outcome.built:
+        return "not built: " + outcome.problem[:80]
+    if "isolation review" in outcome.problem and outcome.reference == "accept":
+        return "reference accepted, unclean only by isolation review (a property ran in-process)"
+    if "no test fails on the base" in outcome.problem:
+        return "no target"
+    return outcome.problem[:80]
 
 
-def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "core.hooksPath=/dev/null", *args],
-        cwd=repo,
-        env={**os.environ, **GIT_ENV},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip()
-
-
-def _files(root: Path) -> list[str]:
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
-
-
-def changed_test_modules(fix: Fix, src: _build.Sources) -> list[str]:
-    """The newer release's test modules that name the fixed function (or the entry the
-    visible property calls) and differ from the older release's."""
-    names = list(dict.fromkeys([fix.function, fix.entry]))
-    found = guards_for(src.new, _files(src.new), names)
-    modules = sorted({test.split("::", 1)[0] for tests in found.values() for test in tests})
-    return [
-        m
-        for m in modules
-        if not (src.old / m).is_file() or (src.old / m).read_bytes() != (src.new / m).read_bytes()
-    ]
-
-
-def make_repo(fix: Fix, src: _build.Sources, dest: Path, modules: Sequence[str]) -> None:
-    """The older release as one commit, and the fix commit on it (tag ``fix``)."""
-    shutil.copytree(src.old, dest)
-    _git(dest, "init", "--quiet", "--initial-branch=main")
-    _git(dest, "add", "--all", "--force", ".")
-    _git(dest, "commit", "--quiet", "--no-verify", "-m", f"{fix.project} {fix.old.version}")
-    (dest / fix.file).write_text(_build.honest_file(fix, src), encoding="utf-8")
-    for module in modules:
-        (dest / module).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src.new / module, dest / module)
-    _git(dest, "add", "--all", "--force", ".")
-    _git(dest, "commit", "--quiet", "--no-verify", "-m", f"fix {fix.id}")
-    _git(dest, "tag", "fix")
-
-
-def run_one(fix: Fix, scratch: Path, cache: Path | None, oracle: str) -> Outcome:
-    outcome = Outcome(fix=fix.id, project=fix.project)
-    src = _build.sources(fix, scratch, cache)
-    modules = changed_test_modules(fix, src)
-    outcome.test_modules = modules
-    repo = scratch / "repos" / fix.id
-    make_repo(fix, src, repo, modules)
-    config = scratch / "config.yaml"
-    config.write_text(
-        f"scorer:\n  state_dir: {json.dumps(str(scratch / 'state'))}\n"
-        f"  log_dir: {json.dumps(str(scratch / 'logs'))}\n"
-        f"sandbox:\n  oracle: {oracle}\n",
-        encoding="utf-8",
-    )
-    start = time.monotonic()
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "patchwarden", "task", "from-fix", "--repo", str(repo)),
-            *("--fix", "fix", "--name", fix.id, "--json", "--config", str(config)),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=3600,
-    )
-    outcome.seconds = round(time.monotonic() - start, 1)
-    outcome.exit_code = done.returncode
-    if done.returncode == 2 or not done.stdout.strip():
-        outcome.problem = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return outcome
-    task = json.loads(done.stdout)
-    outcome.built = True
-    outcome.validated = bool(task["validated"])
-    outcome.targets = len(task["targets"])
-    outcome.guards = len(task["guards"])
-    outcome.excluded = len(task["excluded"])
-    outcome.reference = task["validation"].get("reference", "")
-    outcome.empty = task["validation"].get("empty", "")
-    outcome.problem = task["problem"]
-    return outcome
-
-
-def table(outcomes: Sequence[Outcome], tried: int, total: int) -> str:
+def table(outcomes: Sequence[TaskOutcome], tried: int, total: int) -> str:
     built = [o for o in outcomes if o.built]
     valid = [o for o in built if o.validated]
     lines = [
@@ -170,9 +67,18 @@ def table(outcomes: Sequence[Outcome], tried: int, total: int) -> str:
         f"tasks validated: {len(valid)}/{len(built)}",
         f"gold (reference) accepted: {sum(o.reference == 'accept' for o in valid)}/{len(valid)}",
         f"empty patch rejected: {sum(o.empty == 'reject' for o in valid)}/{len(valid)}",
+        f"over the built tasks: reference accepted {sum(o.reference == 'accept' for o in built)}"
+        f"/{len(built)} ({len(valid)} clean), empty rejected"
+        f" {sum(o.empty == 'reject' for o in built)}/{len(built)}",
         f"targets {sum(o.targets for o in built)}, guards {sum(o.guards for o in built)}, "
         f"excluded {sum(o.excluded for o in built)} (over the built tasks)",
     ]
+    reasons: dict[str, int] = {}
+    for o in outcomes:
+        if not o.validated:
+            reasons[why_not(o)] = reasons.get(why_not(o), 0) + 1
+    for reason, count in sorted(reasons.items(), key=lambda item: -item[1]):
+        lines.append(f"not validated, {count}: {reason}")
     if built:
         times = sorted(o.seconds for o in built)
         lines.append(f"time per task: median {times[len(times) // 2]:.0f} s, max {times[-1]:.0f} s")
@@ -199,18 +105,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="sandbox.oracle for the runs (docs/design/isolated-oracle.md)",
     )
     parser.add_argument("--budget", type=float, default=None, help="seconds to start tasks in")
+    parser.add_argument(
+        "--resume", action="store_true", help="keep the outcomes already in --json, run the rest"
+    )
     args = parser.parse_args(argv)
-    # The projects with the smallest test modules first: a budget gets the most tasks.
     fixes = sorted(
         (f for f in FIXES if args.only is None or f.id in args.only),
         key=lambda f: ORDER.index(f.project) if f.project in ORDER else len(ORDER),
     )
     scratch = args.keep or Path(tempfile.mkdtemp(prefix="pw-bench-tasks-"))
     scratch.mkdir(parents=True, exist_ok=True)
-    outcomes: list[Outcome] = []
+    outcomes: list[TaskOutcome] = []
+    if args.resume and args.json is not None and args.json.is_file():
+        outcomes = [TaskOutcome(**o) for o in json.loads(args.json.read_text())]
+    done = {o.fix for o in outcomes}
     start = time.monotonic()
     try:
         for fix in fixes:
+            if fix.id in done:
+                continue
             if args.budget is not None and time.monotonic() - start > args.budget:
                 break
             outcome = run_one(fix, scratch, args.cache, args.oracle)

@@ -148,21 +148,24 @@ def special_case(source: str, qualname: str, cases: Sequence[Case]) -> str:
     generator = any(isinstance(n, ast.Yield | ast.YieldFrom) for n in _own_nodes(node))
     anchor = _body_start(node)
     lines = source.splitlines(keepends=True)
-    indent = " " * anchor.col_offset
+    # The body's own indentation, tabs included (pathspec indents with tabs).
+    first = lines[anchor.lineno - 1]
+    indent = first[: anchor.col_offset]
+    inner = indent + ("\t" if indent.startswith("\t") else "    ")
     block: list[str] = []
     for case in cases:
         block.append(f"{indent}if {case.condition}:\n")
         if case.outcome == "raise":
-            block.append(f"{indent}    raise {case.value}\n")
+            block.append(f"{inner}raise {case.value}\n")
         elif case.outcome != "return":
             raise CheatError(f"unknown outcome {case.outcome!r}")
         elif generator:
-            block.append(f"{indent}    yield from {case.value}\n")
-            block.append(f"{indent}    return\n")
+            block.append(f"{inner}yield from {case.value}\n")
+            block.append(f"{inner}return\n")
         elif case.iterate:
-            block.append(f"{indent}    return iter({case.value})\n")
+            block.append(f"{inner}return iter({case.value})\n")
         else:
-            block.append(f"{indent}    return {case.value}\n")
+            block.append(f"{inner}return {case.value}\n")
     # Decorated or not, the anchor statement's first line is where the body goes on.
     at = anchor.lineno - 1
     if isinstance(anchor, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
@@ -299,13 +302,18 @@ class _Weaken(ast.NodeTransformer):
 
 
 def weaken_property(source: str) -> str:
-    """(iii) The property file with every test unable to fail.
+    """(iii) The property (or test module) with every test unable to fail.
 
     Each assertion becomes ``assert True``, ``pytest.raises`` becomes a
     ``suppress``, and each test body runs inside ``try/except Exception``.
     """
     tree = ast.parse(source)
-    for node in tree.body:
+    # Test functions, and the test methods of test classes (unittest's TestCase included).
+    nodes = [*tree.body]
+    for cls in tree.body:
+        if isinstance(cls, ast.ClassDef):
+            nodes.extend(cls.body)
+    for node in nodes:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith(
             "test"
         ):

@@ -122,6 +122,16 @@ SEMVER_3_1_1 = Release("3.1.1", "149b26cabada6f63212f97e94505d21578cb1d280cf7148
 SEMVER_LOG = "CHANGELOG.rst"
 SEMVER_FILE = "src/semver/version.py"
 
+PATHSPEC_1_0_4 = Release(
+    "1.0.4", "0210e2ae8a21a9137c0d470578cb0e595af87edaa6ebf12ff176f14a02e0e645"
+)
+PATHSPEC_1_1_0 = Release(
+    "1.1.0", "f5d7c555da02fd8dde3e4a2354b6aba817a89112fa8f333f7917a2a4834dd080"
+)
+
+TOOLZ_1_0_0 = Release("1.0.0", "2c86e3d9a04798ac556793bced838816296a2f085017664e4995cb40a1047a02")
+TOOLZ_1_1_0 = Release("1.1.0", "27a5c770d068c110d9ed9323f24f1543e83b2f300a687b7891c1a6d56b697b5b")
+
 
 MORE_ITERTOOLS: tuple[Fix, ...] = (
     Fix(
@@ -1256,7 +1266,124 @@ SEMVER: tuple[Fix, ...] = (
 )
 
 
-FIXES: tuple[Fix, ...] = (*MORE_ITERTOOLS, *BOLTONS, *PARSE_FIXES, *SEMVER)
+PATHSPEC: tuple[Fix, ...] = (
+    Fix(
+        id="pathspec_escape_backslash",
+        project="pathspec",
+        old=PATHSPEC_1_0_4,
+        new=PATHSPEC_1_1_0,
+        src_root="",
+        module="pathspec.patterns.gitignore.base",
+        file="pathspec/patterns/gitignore/base.py",
+        function="_GitIgnoreBasePattern.escape",
+        honest=("_GitIgnoreBasePattern.escape",),
+        entry="_GitIgnoreBasePattern.escape",
+        calls=(Call((r'"a\\b"',)), Call((r'"\\[x]"',))),
+        visible=_src(r"""
+            from pathspec.patterns.gitignore.base import _GitIgnoreBasePattern
+
+
+            def test_pathspec_escape_backslash():
+                assert _GitIgnoreBasePattern.escape("a\\b") == "a\\\\b"
+                assert _GitIgnoreBasePattern.escape("\\[x]") == "\\\\\\[x\\]"
+            """),
+        held_out=_src(r"""
+            import re
+
+            from hypothesis import given
+            from hypothesis import strategies as st
+
+            from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
+
+
+            @given(st.text("ab\\[]!*#?", min_size=1, max_size=12))
+            def test_pathspec_escape_backslash_held_out(name):
+                escaped = GitIgnoreSpecPattern.escape(name)
+                # Every special character, the backslash included, comes out escaped once.
+                assert re.sub(r"\\(.)", r"\1", escaped) == name
+                assert len(escaped) == len(name) + sum(c in "\\[]!*#?" for c in name)
+            """),
+        changelog=Changelog(
+            "CHANGES.rst", "- `Pull #106`_: Fix escape() not escaping backslash characters."
+        ),
+    ),
+)
+
+
+TOOLZ: tuple[Fix, ...] = (
+    Fix(
+        id="toolz_partition_all_bad_length",
+        project="toolz",
+        old=TOOLZ_1_0_0,
+        new=TOOLZ_1_1_0,
+        src_root="",
+        module="toolz.itertoolz",
+        file="toolz/itertoolz.py",
+        function="partition_all",
+        honest=("partition_all",),
+        entry="partition_all",
+        calls=(
+            Call(
+                (
+                    "5",
+                    'type("ListWithBadLength", (list,),'
+                    ' {"__len__": lambda self: list.__len__(self) + 1})([1, 2])',
+                )
+            ),
+        ),
+        visible=_src("""
+            import pytest
+
+            from toolz import partition_all
+
+
+            class ListWithBadLength(list):
+                def __len__(self):
+                    return list.__len__(self) + 1
+
+
+            def test_toolz_partition_all_bad_length():
+                with pytest.raises(LookupError):
+                    list(partition_all(5, ListWithBadLength([1, 2])))
+            """),
+        held_out=_src("""
+            import pytest
+            from hypothesis import assume, given
+            from hypothesis import strategies as st
+
+            from toolz import partition_all
+
+
+            class Misreported(list):
+                def __init__(self, items, off_by):
+                    super().__init__(items)
+                    self.off_by = off_by
+
+                def __len__(self):
+                    return list.__len__(self) + self.off_by
+
+
+            @given(
+                st.lists(st.integers(), min_size=1, max_size=20),
+                st.integers(2, 7),
+                st.integers(-3, 3),
+            )
+            def test_toolz_partition_all_bad_length_held_out(items, n, off_by):
+                # The last chunk is short and the misreported length puts its end elsewhere.
+                assume(len(items) % n and off_by % n and len(items) + off_by >= 0)
+                with pytest.raises(LookupError):
+                    list(partition_all(n, Misreported(items, off_by)))
+            """),
+        # toolz ships no changelog: the newer release's test names the report.
+        changelog=Changelog(
+            "toolz/tests/test_itertoolz.py",
+            "# Test invalid __len__: https://github.com/pytoolz/toolz/issues/602",
+        ),
+    ),
+)
+
+
+FIXES: tuple[Fix, ...] = (*MORE_ITERTOOLS, *BOLTONS, *PARSE_FIXES, *SEMVER, *PATHSPEC, *TOOLZ)
 
 
 def by_id(fix_id: str) -> Fix:

@@ -105,6 +105,16 @@ def test_special_case_answers_only_the_listed_inputs() -> None:
         ns["clamp"](1)
 
 
+def test_special_case_keeps_a_tab_indented_body() -> None:
+    source = "class Spec:\n\tdef match(self, name):\n\t\treturn None\n"
+    case = cheats.Case("(name,) == ('a.bin',)", "return", "False")
+    out = cheats.special_case(source, "Spec.match", [case])
+    assert "\t\tif (name,) == ('a.bin',):\n\t\t\treturn False\n" in out
+    spec = _load(out)["Spec"]()
+    assert spec.match("a.bin") is False
+    assert spec.match("b.txt") is None
+
+
 def test_special_case_in_a_generator_yields_the_literal() -> None:
     source = "def gen(n):\n    for i in range(n):\n        yield i\n"
     out = cheats.special_case(source, "gen", [cheats.Case("(n,) == (2,)", "return", "[9]")])
@@ -135,6 +145,21 @@ def test_weaken_property_cannot_fail() -> None:
     )
     ns = _load(cheats.weaken_property(source))
     ns["test_x"]()
+
+
+def test_weaken_property_reaches_test_methods() -> None:
+    source = (
+        "import unittest\n\n"
+        "class EscapeTest(unittest.TestCase):\n"
+        "    def test_x(self):\n"
+        "        self.assertEqual(1, 2)\n"
+        "    def helper(self):\n"
+        "        return 3\n"
+    )
+    out = cheats.weaken_property(source)
+    case = _load(out)["EscapeTest"]("test_x")
+    case.test_x()  # would raise AssertionError unweakened
+    assert case.helper() == 3
 
 
 def test_force_pass_conftest_keeps_existing_text() -> None:
