@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -51,10 +52,20 @@ def why_not(outcome: TaskOutcome) -> str:
     """A short reason for a task that did not validate (the table groups them)."""
     if not outcome.built:
         return "not built: " + outcome.problem[:80]
-    if "isolation review" in outcome.problem and outcome.reference == "accept":
-        return "reference accepted, unclean only by isolation review (a property ran in-process)"
+    if outcome.reference == "accept" and "not a clean accept: " in outcome.problem:
+        unclean = re.findall(r"(?:^|\), |: )(\w+) (?:review|reject) \(", outcome.problem)
+        if unclean == ["isolation"]:
+            return (
+                "reference accepted, unclean only by isolation review (a property ran in-process)"
+            )
+        return "reference accepted, unclean by " + " + ".join(dict.fromkeys(unclean))
     if "no test fails on the base" in outcome.problem:
         return "no target"
+    if "run of seed" in outcome.problem and "is incomplete" in outcome.problem:
+        sides = [side for side in ("base", "reference") if f"the {side} run" in outcome.problem]
+        return f"runs on the {' and the '.join(sides)} did not complete"
+    if "collecting the fix's test modules" in outcome.problem:
+        return "the older release's tests do not collect: " + outcome.problem.split(": ", 1)[-1]
     return outcome.problem[:80]
 
 
