@@ -262,3 +262,18 @@ def running_view(
 STARTUP_SECONDS = 30
 """Starting uvicorn takes well under a second; a loaded CI machine gets room."""
 STOP_SECONDS = 10
+
+
+def write_held_out_reject(log_dir: Path, n: int) -> str:
+    """A verdict the gate accepted and the held-out property rejected (``decided_by``:
+    held_out); its id."""
+    return write_verdict(
+        log_dir,
+        n,
+        decision="reject",
+        gate_decision="accept",
+        props=("prop.clamp_above",),
+        results={"prop.clamp_above": ("accept", "parent_fail_cleared")},
+        held_out=("held.clamp_above_anywhere",),
+        held_out_decision="reject",
+    )

@@ -23,7 +23,7 @@ from patchwarden.scorer import decided_by
 from patchwarden.scorer.checks import SCORECARD
 from patchwarden.server.cli import cli
 from tests._git_repos import GIT_ENV, commit
-from tests._view_data import write_verdict
+from tests._view_data import write_held_out_reject, write_verdict
 from tests.conftest import CONTRACT
 
 pytestmark = pytest.mark.bwrap
@@ -250,16 +250,7 @@ def synthetic(tmp_path: Path) -> tuple[Path, str, str]:
         }
         | {"guard.asserts_the_bug": ("reject", "regression")},
     )
-    held_out = write_verdict(
-        tmp_path,
-        2,
-        decision="reject",
-        gate_decision="accept",
-        props=("prop.clamp_above",),
-        results={"prop.clamp_above": ("accept", "parent_fail_cleared")},
-        held_out=("held.clamp_above_anywhere",),
-        held_out_decision="reject",
-    )
+    held_out = write_held_out_reject(tmp_path, 2)
     return tmp_path, regression, held_out
 
 

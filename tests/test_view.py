@@ -26,7 +26,14 @@ from patchwarden.scorer import InputError, approve_ticket, write_ticket
 from patchwarden.server._view import TOKEN_ENV, create_app, export_site
 from patchwarden.server._view._index import IndexReader
 from patchwarden.server.cli import cli
-from tests._view_data import append_index, running_view, verdict_id, write_many, write_verdict
+from tests._view_data import (
+    append_index,
+    running_view,
+    verdict_id,
+    write_held_out_reject,
+    write_many,
+    write_verdict,
+)
 
 BASE = "http://127.0.0.1:8766"
 TOKEN = "s3cret-token-for-the-view-0123"
@@ -262,16 +269,7 @@ def test_verdict_page_shows_grid_held_out_rows_and_escapes_everything(view: Test
 def test_a_held_out_reject_shows_as_one_in_the_list_and_its_page(tmp_path: Path) -> None:
     """The list and the page say what decision.json, the index line and the review note say
     (``decided_by``): the gate accepted, the held-out property rejected."""
-    vid = write_verdict(
-        tmp_path,
-        1,
-        decision="reject",
-        gate_decision="accept",
-        props=("prop.clamp_above",),
-        results={"prop.clamp_above": ("accept", "parent_fail_cleared")},
-        held_out=("held.clamp_above_anywhere",),
-        held_out_decision="reject",
-    )
+    vid = write_held_out_reject(tmp_path, 1)
     view = client(tmp_path)
     listing = view.get("/").text
     row = listing.split('<tr class="row-reject">')[1].split("</tr>")[0]
