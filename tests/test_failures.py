@@ -95,7 +95,12 @@ def test_a_hypothesis_failure_ends_with_its_failing_example(tmp_path: Path) -> N
         from hypothesis import Phase, given, settings, strategies as st
 
 
-        @settings(database=None, derandomize=True, phases=[Phase.generate, Phase.shrink])
+        @settings(
+            database=None,
+            derandomize=True,
+            phases=[Phase.generate, Phase.shrink],
+            print_blob=False,
+        )
         @given(st.integers(min_value=0, max_value=100))
         def check_small(n):
             assert n < 10, f"{n} is too big"
@@ -104,7 +109,7 @@ def test_a_hypothesis_failure_ends_with_its_failing_example(tmp_path: Path) -> N
     exc = _raised(checks.check_small)
     lines = summarise_failure(exc, str(tree), LIMIT).splitlines()
     assert lines[-6:] == [
-        "pw_checks.py:7 in check_small",
+        "pw_checks.py:12 in check_small",
         '    assert n < 10, f"{n} is too big"',
         "AssertionError: 10 is too big",
         # Hypothesis' note, as it words it in this version

@@ -116,6 +116,12 @@ PRODUCT = textwrap.dedent(
             pass
         return "swallowed"
 
+    def ident(value):
+        return id(value)
+
+    def is_safe_callable(obj):  # jinja2's sandbox, on what a template is about to call
+        return not (getattr(obj, "unsafe_callable", False) or getattr(obj, "alters_data", False))
+
     def reach(step, g, f, x):
         # What an attack does with the oracle's objects it is handed: walk to the property.
         import sys
@@ -218,6 +224,15 @@ PROPS = textwrap.dedent(
                 return False
 
         assert list(shop.chunks(FalseList(range(9)), 3)) == [[0, 1, 2], [3, 4, 5], [6, 7, 8]]
+
+    def test_probe():  # a missing attribute of the oracle's function or method: probed, absent
+        assert shop.is_safe_callable(lambda v: v)
+        assert shop.is_safe_callable("{0}".format)
+        assert shop.is_safe_callable(iter([1]))
+
+    def test_identity():  # one text handed twice is one object, as in one process
+        text = "{0.upper}" * 3
+        assert shop.ident(text) == shop.ident(text)
 
     def test_nested_callback():
         assert shop.apply(lambda v: shop.apply(lambda w: shop.price(w) + 1, v), 2) == 5
@@ -395,7 +410,15 @@ def test_generators_callbacks_and_oracle_objects_cross_as_the_oracles_handles(
     # The product iterates a generator of the property's, calls its key functions (which
     # call the product again, nested), slices its list subclass; exceptions either way
     # cross as themselves.
-    names = ("callback", "generator", "key_function", "list_subclass", "nested_callback")
+    names = (
+        "callback",
+        "generator",
+        "key_function",
+        "list_subclass",
+        "nested_callback",
+        "probe",
+        "identity",
+    )
     got = run(tree, *names, "callback_errors")
     assert got == {name: ("pass", "", "isolated") for name in (*names, "callback_errors")}
 

@@ -18,7 +18,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from patchwarden.sandbox._inside._wire import WireError, decode, dumps, encode, is_plain, loads
+from patchwarden.sandbox._inside._wire import (
+    SAME_MAX_CHARS,
+    WireError,
+    decode,
+    dumps,
+    encode,
+    is_plain,
+    loads,
+)
 
 
 class Other(Exception):
@@ -208,3 +216,15 @@ def test_a_slice_of_plain_values_crosses_and_any_other_is_a_tag() -> None:
     assert encode(slice(1, object()), lambda obj: ["h", 7]) == ["sl", [1, ["h", 7], None]]
     with pytest.raises(WireError, match="bad 'sl' value"):
         decode(["sl", [1, 2]], unknown)
+
+
+def test_a_text_received_twice_is_one_object_and_a_long_one_is_not_kept() -> None:
+    short, long_text = "{0.upper}", "x" * (SAME_MAX_CHARS + 1)
+    first = decode(json.loads(dumps({"v": short}))["v"], refuse)
+    again = decode(json.loads(dumps({"v": short}))["v"], refuse)
+    assert first == again == short and first is again
+    blob = encode(b"abc", refuse)
+    assert decode(blob, refuse) is decode(blob, refuse)
+    a = decode(json.loads(dumps({"v": long_text}))["v"], refuse)
+    b = decode(json.loads(dumps({"v": long_text}))["v"], refuse)
+    assert a == b and a is not b

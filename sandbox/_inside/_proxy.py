@@ -12,7 +12,8 @@ The oracle's own objects a property passes in (a generator, a key function, an i
 a test's class) cross as handles the oracle gives out: the product's operations on them are
 callbacks, served here while the oracle waits for its own reply (``_serve_callback``: an
 allow-list of operations, no dunder attribute and no attribute of a function, generator,
-frame or module; a read beyond that fails the property with ``ProductOverreach``). What
+frame or module that it has; a read beyond that fails the property with
+``ProductOverreach``, a probe for a name it lacks is answered ``AttributeError``). What
 cannot cross (a class or a module of the oracle's, a patch of a product module) raises
 ``IsolationRefused`` and is recorded against the running property: the host runs that
 property again in-process and the verdict says so (the ``isolation`` check). A product
@@ -493,7 +494,10 @@ _OPAQUE = (
     staticmethod, classmethod, property, *_NOT_GIVEN,
 )  # fmt: skip
 """Whose attributes the product never reads: a function's globals, closure and code, a
-generator's frame, a method's ``__self__`` lead to the property and the test machinery."""
+generator's frame, a method's ``__self__`` lead to the property and the test machinery. A
+name such an object does not have is answered ``AttributeError``, as the object would (a
+probe such as jinja2's sandbox ``getattr(f, "unsafe_callable", False)``); a name it has is
+an overreach."""
 _INTERNALS = frozenset(
     {"__dict__", "__class__", "__globals__", "__code__", "__closure__", "__func__", "__self__",
      "__mro__", "__bases__", "__base__", "__subclasses__", "__builtins__", "__defaults__",
@@ -561,10 +565,12 @@ def _serve_callback(link: _Link, message: dict[str, Any]) -> dict[str, Any]:
     try:
         if op == "getattr":
             name = str(args[0]) if len(args) == 1 and type(args[0]) is str else ""
-            if isinstance(obj, _OPAQUE) or _machinery(type(obj)) or name in _INTERNALS:
+            if not name or name in _INTERNALS or _machinery(type(obj)):
                 return _overreach(link, obj, name[:80] or "?")
-            if not name or name[:2] == "__":
-                raise AttributeError(name)
+            if name[:2] == "__" or (isinstance(obj, _OPAQUE) and not hasattr(obj, name)):
+                raise AttributeError(name)  # a probe, answered as the object would
+            if isinstance(obj, _OPAQUE):
+                return _overreach(link, obj, name[:80])
             return {"ok": encode(getattr(obj, name), _send)}
         if op not in _CALLBACKS or (kwargs and op != "call"):
             raise WireError(f"no such callback: {str(op)[:40]}")

@@ -33,6 +33,26 @@ WIRE_INT_DIGITS = 4000
 """Larger ints cross as hex text (the JSON reader refuses more than 4300 decimal digits)."""
 
 
+SAME_MAX_CHARS = 4096
+SAME_MAX_ENTRIES = 8192
+_SAME: dict[tuple[type, Any], Any] = {}
+
+
+def _same(value: Any) -> Any:
+    """One object per text: a ``str`` or ``bytes`` received again is the object received
+    before, as the same value handed twice in one process would be (jinja2 renders
+    ``'{0.upper}'.format(v)`` with ``id(v)`` in it: a fresh copy per call would differ)."""
+    if len(value) > SAME_MAX_CHARS:
+        return value
+    key = (type(value), value)
+    found = _SAME.get(key)
+    if found is not None:
+        return found
+    if len(_SAME) < SAME_MAX_ENTRIES:
+        _SAME[key] = value
+    return value
+
+
 class WireError(Exception):
     """A line that is not the wire's format (from the other side: data, never trusted)."""
 
@@ -174,7 +194,9 @@ def _items(value: Any) -> list[Any]:
 def decode(data: Any, other: Callable[[list[Any]], Any], depth: int = 0) -> Any:
     """The value ``data`` (from ``json.loads``) stands for; ``other(tagged)`` resolves a tag
     this module does not know (a handle, a class, an exception)."""
-    if data is None or type(data) in (bool, int, str):
+    if type(data) is str:
+        return _same(data)
+    if data is None or type(data) in (bool, int):
         return data
     if type(data) is not list or not data or type(data[0]) is not str:
         raise WireError(f"not a value: {type(data).__name__}")
@@ -203,7 +225,7 @@ def decode(data: Any, other: Callable[[list[Any]], Any], depth: int = 0) -> Any:
             start, stop, step = (decode(v, other, down) for v in _items(data[1]))
             return slice(start, stop, step)
         if tag == "b":
-            return base64.b64decode(data[1], validate=True)
+            return _same(base64.b64decode(data[1], validate=True))
         if tag == "c":
             return complex(float.fromhex(data[1]), float.fromhex(data[2]))
         if tag == "D":
