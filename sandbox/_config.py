@@ -42,6 +42,11 @@ class Limits(BaseModel):
     idle_time_s: PositiveFloat = 120
     """Seconds without any output (stdout or stderr) before the whole process tree is killed."""
 
+    call_timeout_s: PositiveFloat | None = None
+    """Isolated scorer runs: seconds one call into the product process may take before it
+    fails as ``ProductHung`` (a test that loops forever in product code ends there, and the
+    run goes on with a new product process). Default: 0.75 of ``idle_time_s``."""
+
     cpu_s: PositiveInt = 300
     """CPU seconds per process (RLIMIT_CPU)."""
 

@@ -37,6 +37,9 @@ SENTINEL = "__patchwarden_sentinel__"  # = _inside/_boot.py (tests/test_reporter
 CHANNEL_READ_BYTES = 65536
 CHANNEL_MAX_BYTES = 16 * 1024 * 1024  # far above any honest run's records; bounds a flood
 CALL_TIMEOUT_SHARE = 0.75
+PRODUCT_RESTARTS = 3
+"""How many times one run starts a new product process for the properties that started
+after the last one died; after that they fail with the death as their witness."""
 """A call into the product process may take this share of the idle limit. The oracle beats
 on a pipe its supervisor counts as output while it waits (``LaunchSpec.beat_fd``), so the
 idle limit measures only the oracle's own silent work and a hung call is the call's
@@ -300,17 +303,46 @@ def run_properties(
     second run of its own, and its record says why (``PropertyRecord.isolation``).
     """
     layout = layout if layout is not None else layout_for(tree, config)
-    options = dict(contract_paths=contract_paths, limits=limits, layout=layout, tests_dir=tests_dir)
+
+    def one_run(chosen: Sequence[PropertyTarget], product: _ProductProcess | None) -> PropertyRun:
+        return _scorer_run(
+            tree,
+            chosen,
+            seed,
+            config,
+            product=product,
+            contract_paths=contract_paths,
+            limits=limits,
+            layout=layout,
+            tests_dir=tests_dir,
+        )
+
     if config.oracle != "isolated" or not targets:
-        return _scorer_run(tree, targets, seed, config, product=None, **options)  # type: ignore[arg-type]
+        return one_run(targets, None)
     why = in_process_reasons(tree, targets, layout, tests_dir)
     isolated = [t for t in targets if t.prop not in why]
     if not isolated:
         first = None
     else:
-        quiet = (limits or config.limits).idle_time_s * CALL_TIMEOUT_SHARE
+        chosen = limits or config.limits
+        quiet = chosen.call_timeout_s or chosen.idle_time_s * CALL_TIMEOUT_SHARE
         product = _ProductProcess(contract_paths=contract_paths, call_timeout_s=quiet)
-        first = _scorer_run(tree, isolated, seed, config, product=product, **options)  # type: ignore[arg-type]
+        first = one_run(isolated, product)
+        for _ in range(PRODUCT_RESTARTS):
+            # The product process died (crashed, hung, exited) under one property: the ones
+            # that started after it never met a product. They run again, with a new one.
+            orphans = {r.prop for r in first.records if _orphaned(r)}
+            if not first.complete or not orphans:
+                break
+            product = _ProductProcess(contract_paths=contract_paths, call_timeout_s=quiet)
+            again = [t for t in isolated if t.prop in orphans]
+            first = _rerun(first, one_run(again, product))
+        first = replace(
+            first,
+            records=[
+                replace(r, isolation="isolated") if _orphaned(r) else r for r in first.records
+            ],
+        )
         if first.complete:
             why.update(
                 (r.prop, r.isolation.removeprefix("refused: "))
@@ -318,7 +350,7 @@ def run_properties(
                 if r.isolation.startswith("refused: ")
             )
     rest = [t for t in targets if t.prop in why]
-    second = _scorer_run(tree, rest, seed, config, product=None, **options) if rest else None  # type: ignore[arg-type]
+    second = one_run(rest, None) if rest else None
     return _merged(targets, first, second, why)
 
 
@@ -344,6 +376,29 @@ def in_process_reasons(
             if test_file.is_relative_to(where) and not name.split(".")[-1].startswith("test"):
                 why[target.prop] = f"its test module is inside the product package {name}"
     return why
+
+
+def _orphaned(record: PropertyRecord) -> bool:
+    """Failed in an isolated run after the run's product process had died."""
+    return record.status == "fail" and record.isolation.startswith("orphaned: ")
+
+
+def _rerun(first: PropertyRun, again: PropertyRun) -> PropertyRun:
+    """``first`` with the records of ``again`` (the same run's orphaned properties, run with
+    a new product process) in their places; both runs' evidence kept."""
+    fresh = {r.prop: r for r in again.records}
+    return replace(
+        first,
+        records=[fresh.get(r.prop, r) for r in first.records],
+        missing=first.missing,  # every orphan has its record in first
+        complete=first.complete and again.complete,
+        shadowed=sorted({*first.shadowed, *again.shadowed}),
+        problems=[*first.problems, *again.problems],
+        forged=[*first.forged, *again.forged],
+        channel="\n".join((first.channel, again.channel)),
+        canaries=[*first.canaries, *again.canaries],
+        observed=[*first.observed, *again.observed],
+    )
 
 
 def _merged(

@@ -71,6 +71,7 @@ from ._index import (
 from ._process import serve_scorer, verdict_summary
 from ._score import RunProgress, ScoreRequest, Verdict, restore_from_parent, score
 from ._task import (
+    DEFAULT_TEST_TIMEOUT_S,
     TASK_REFS,
     Task,
     TestResult,
@@ -136,6 +137,7 @@ __all__ = [
     "DEFAULT_QUARANTINE_LIST",
     "DEFAULT_RECORD",
     "DEFAULT_SWEEP_RUNS",
+    "DEFAULT_TEST_TIMEOUT_S",
     "HELD_OUT_FILE",
     "INDEX",
     "RELEASE_RUNS",

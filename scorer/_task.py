@@ -66,6 +66,9 @@ TASK_IDENT = {
 """Who writes a task's commits; their dates are the fix's, so a rebuild gives the same shas."""
 SIDE_NAME = {"reference": "reference", "empty": "empty patch"}
 WANTED = {"reference": "a clean accept", "empty": "a reject"}
+DEFAULT_TEST_TIMEOUT_S = 60.0
+"""How long one call of a tried test into the product may take (``--test-timeout``), when
+neither the option nor ``scorer.run_limits.call_timeout_s`` says."""
 NOT_CLEAN = ("review", "reject")
 """Scorecard outcomes that make an accept unclean: a reviewer would have to look."""
 
@@ -83,10 +86,15 @@ class TestResult:
     witness: str = ""
     """The first failure's witness (``prop|ExcType|file:line``, the property id left out),
     so an excluded test says why it failed."""
+    fallback: str = ""
+    """Why the test could not run under the isolated oracle (``in-process: <why>``), when it
+    fell back on a run and the operator's ``scorer.isolation`` holds that for review."""
 
     @property
     def kind(self) -> str:
         """``target``, ``guard`` or ``excluded``."""
+        if self.fallback:
+            return "excluded"
         if all(o == "fail" for o in self.base) and all(o == "pass" for o in self.reference):
             return "target"
         if all(o == "pass" for o in (*self.base, *self.reference)):
@@ -94,6 +102,10 @@ class TestResult:
         return "excluded"
 
     def why_excluded(self) -> str:
+        if self.fallback:
+            # In the contract every verdict would carry the isolation check's finding, so
+            # the reference could never be a clean accept (docs/design/tasks.md).
+            return f"runs {self.fallback} (scorer.isolation: pass keeps such tests)"
         sides = {"base": self.base, "reference": self.reference}
         split = [side for side, got in sides.items() if len(set(got)) > 1]
         if split:
@@ -371,6 +383,7 @@ def build_task(
     tests: Sequence[str] = (),
     guards_for: Sequence[str] = (),
     seeds: Sequence[int] = DEFAULT_SEEDS,
+    test_timeout_s: float | None = None,
     on_step: TaskProgress | None = None,
     on_run: RunProgress | None = None,
 ) -> Task:
@@ -425,6 +438,10 @@ def build_task(
         f for f in run_git(root, "ls-tree", "-r", "-z", "--name-only", draft_base).split("\0") if f
     ]
     step(f"collecting the tests of {len(set(modules + extra_modules))} module(s) on the base")
+    # A test that loops forever in product code (the bug, on the base) ends at the call
+    # deadline and the run goes on with a new product process (docs/design/tasks.md).
+    timeout = test_timeout_s or config.run_limits.call_timeout_s or DEFAULT_TEST_TIMEOUT_S
+    limits = config.run_limits.model_copy(update={"call_timeout_s": timeout})
     results, run_problem = _run_both(
         root,
         draft_base,
@@ -434,7 +451,7 @@ def build_task(
         files,
         tests,
         seeds,
-        config,
+        config.model_copy(update={"run_limits": limits}),
         sandbox_config,
         on_run,
     )
@@ -585,10 +602,22 @@ def _run_both(
             base=tuple(_outcome(base_runs.get(seed), prop) for seed in seeds),
             reference=tuple(_outcome(ref_runs.get(seed), prop) for seed in seeds),
             witness=_first_witness([*base_runs.values(), *ref_runs.values()], prop),
+            fallback=""
+            if config.isolation == "pass"
+            else _fallback([*base_runs.values(), *ref_runs.values()], prop),
         )
         for prop, test in numbered.items()
     ]
     return results, "; ".join(problems)
+
+
+def _fallback(runs: Sequence[PropertyRun], prop: str) -> str:
+    """The first record of ``prop`` that fell back in-process, as its isolation says why."""
+    for run in runs:
+        for record in run.records:
+            if record.prop == prop and record.isolation.startswith("in-process: "):
+                return record.isolation
+    return ""
 
 
 def _first_witness(runs: Sequence[PropertyRun], prop: str) -> str:

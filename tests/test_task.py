@@ -172,6 +172,13 @@ def test_outcomes_classify_targets_guards_and_exclusions() -> None:
     assert both.why_excluded() == "fails on the base and the reference"
     skipped = TestResult("t", ("skip",) * 3, ("skip",) * 3)
     assert skipped.why_excluded() == "skipped"
+    fallback = TestResult(
+        "t", ("fail",) * 3, ("pass",) * 3, fallback="in-process: the property sets m.X"
+    )
+    assert (fallback.kind, fallback.why_excluded()) == (
+        "excluded",
+        "runs in-process: the property sets m.X (scorer.isolation: pass keeps such tests)",
+    )
 
 
 @pytest.mark.bwrap
@@ -427,3 +434,71 @@ def test_check_against_a_reference_names_the_guard_that_asserts_the_bug(
         f"check failed: guard.reversed_range_raises fails on the reference {short}: it "
         "asserts behaviour the fix changes"
     )
+
+
+LOOP_OLD = """\
+def total_down(n):
+    \"\"\"n + (n - 1) + ... + 1.\"\"\"
+    total = 0
+    while n != 0:
+        total += n
+        n -= 1
+    return total
+"""
+LOOP_NEW = LOOP_OLD.replace("    total = 0\n", "    total = 0\n    n = max(n, total)\n")
+LOOP_TESTS = """\
+import loop
+
+
+def test_negative_is_zero():
+    assert loop.total_down(-1) == 0
+
+
+def test_three():
+    assert loop.total_down(3) == 6
+
+
+def test_patched(monkeypatch):
+    monkeypatch.setattr(loop, "STEP", 2, raising=False)
+    assert loop.total_down(2) == 3
+
+
+def test_zero():
+    assert loop.total_down(0) == 0
+"""
+
+
+@pytest.mark.bwrap
+def test_a_test_that_hangs_on_the_base_is_a_target_and_one_that_falls_back_is_excluded(
+    tmp_path: Path,
+) -> None:
+    # The bug loops forever on the base: that test ends at the call deadline (3 s here) and
+    # the tests after it run with a new product process. A test that patches the product
+    # cannot run isolated: in the contract it would hold every verdict for review.
+    repo = init_repo(tmp_path / "repo")
+    commit(repo, {"pyproject.toml": PYPROJECT, "loop.py": LOOP_OLD}, "loop 1.0")
+    commit(repo, {"loop.py": LOOP_NEW, "tests/test_loop.py": LOOP_TESTS}, "stop below zero")
+    repo.create_tag("fix")
+    config = operator_config(tmp_path / "config.yaml", state=tmp_path / "s", logs=tmp_path / "l")
+    config.write_text(
+        config.read_text() + "  run_limits:\n    call_timeout_s: 3\n", encoding="utf-8"
+    )
+    done = patchwarden(
+        "task", "from-fix", "--repo", str(tmp_path / "repo"), "--fix", "fix",
+        "--name", "loop", "--config", str(config), "--json",
+        env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "xdg")},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    task = json.loads(done.stdout)
+    assert [t["test"] for t in task["targets"]] == ["tests/test_loop.py::test_negative_is_zero"]
+    assert [g["test"] for g in task["guards"]] == [
+        "tests/test_loop.py::test_three",
+        "tests/test_loop.py::test_zero",
+    ]
+    (excluded,) = task["excluded"]
+    assert excluded["test"] == "tests/test_loop.py::test_patched"
+    assert excluded["why"] == (
+        "runs in-process: the property sets loop.STEP (patches the product) "
+        "(scorer.isolation: pass keeps such tests)"
+    )
+    assert task["validation"] == {"reference": "accept", "empty": "reject"}

@@ -145,6 +145,8 @@ class Reporter:
             # the product process re-seeds its own random state like this one.
             ISOLATION["prop"] = self._prop_of(item)
             link = ISOLATION["link"]
+            if link is not None and link.dead is not None and ISOLATION["prop"] is not None:
+                ISOLATION["orphaned"].setdefault(ISOLATION["prop"], link.dead[1])
             if link is not None and link.used and link.dead is None:
                 with contextlib.suppress(ProductFailure, IsolationRefused):
                     link.request("reseed", [])
@@ -336,9 +338,13 @@ def _collection_exception(exc):
 
 
 def _isolation_of(prop):
-    """``isolated``, ``refused: <the first call that could not cross>`` or ``in-process``."""
+    """``isolated``, ``refused: <the first call that could not cross>``, ``orphaned: <how
+    the product process had died before the property started>`` or ``in-process``."""
     if ISOLATION["link"] is None:
         return "in-process"
     refused = ISOLATION["refused"]
     why = refused.get(prop) or refused.get("<collection>")
-    return f"refused: {why}" if why else "isolated"
+    if why:
+        return f"refused: {why}"
+    orphaned = ISOLATION["orphaned"].get(prop)
+    return f"orphaned: {orphaned}" if orphaned else "isolated"

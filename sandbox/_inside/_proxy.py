@@ -52,9 +52,11 @@ output (at most: a quarter of the call's deadline), and once when a call starts 
 is due: the run's idle limit then measures only the oracle's own silent work, and a hung
 call ends at its own deadline as ``ProductHung``."""
 ISOLATION: dict[str, Any] = {
-    "prop": None, "refused": {}, "failed": {}, "link": None, "finder": None
+    "prop": None, "refused": {}, "failed": {}, "orphaned": {}, "link": None, "finder": None
 }  # fmt: skip
-"""The running property, the first refusal and the first product failure of each."""
+"""The running property, the first refusal and the first product failure of each, and the
+properties that started after the product process had died (the host runs those again with
+a new one: sandbox/_pytest_runner.py)."""
 
 
 class IsolationRefused(BaseException):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from patchwarden.scorer import Task, build_task
+from patchwarden.scorer import DEFAULT_TEST_TIMEOUT_S, Task, build_task
 
 from ._base import EXIT_FAILS, OneLineGroup, config_of, config_option, printable, repo_option
 from ._progress import progress
@@ -47,6 +47,15 @@ def task_group() -> None:
     metavar="NAME",
     help="Also try the base's tests of this function (or Class.method) as guards; repeat it.",
 )
+@click.option(
+    "--test-timeout",
+    type=click.FloatRange(min=1),
+    default=None,
+    metavar="S",
+    help="Seconds one call of a tried test into the product may take: a test that loops "
+    "forever fails at that deadline and the rest of its module still runs (default: "
+    f"scorer.run_limits.call_timeout_s, else {DEFAULT_TEST_TIMEOUT_S:g}).",
+)
 @config_option
 @click.option("--json", "as_json", is_flag=True, help="Print the task object.")
 def from_fix_cmd(
@@ -56,6 +65,7 @@ def from_fix_cmd(
     name: str | None,
     tests: tuple[str, ...],
     guards: tuple[str, ...],
+    test_timeout: float | None,
     config_path: Path | None,
     as_json: bool,
 ) -> None:
@@ -77,6 +87,7 @@ def from_fix_cmd(
             name=name,
             tests=tests,
             guards_for=guards,
+            test_timeout_s=test_timeout,
             on_step=bar.note,
             on_run=bar.report,
         )

@@ -161,6 +161,9 @@ def test_contract_check_shows_the_bug_on_every_seed(adopted: dict[str, Adopted],
     assert len(cells) == 4, row  # the property, then one failure per seed (11, 29, 47)
     assert all(cell.strip().split()[0].endswith(("Error", "Exception")) for cell in cells[1:]), row
     assert "warning:" not in proc.stdout
+    # The property runs under the isolated oracle on every adoption project, no fallback.
+    isolation = [line for line in proc.stdout.splitlines() if line.startswith("isolation: ")]
+    assert isolation == [f"isolation: {project.project.property_id}: isolated"], isolation
     roots = next(line for line in proc.stdout.splitlines() if line.startswith("import roots: "))
     if project.project.import_root == "src":  # found with no configuration
         assert roots.startswith("import roots: src ("), roots
