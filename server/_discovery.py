@@ -132,7 +132,13 @@ def main() -> None:
         _, config, env = build_demo(workdir / "demo")
         text = render(record(server_parameters(config, env, workdir / "demo")))
     if options.check:
-        if ANSWERS_FILE.read_text(encoding="utf-8") != text:
+        try:
+            recorded = ANSWERS_FILE.read_text(encoding="utf-8")
+        except OSError as exc:
+            print(f"{ANSWERS_FILE}: cannot read it ({exc.strerror or exc}): run python -m "
+                  "patchwarden.server._discovery")  # fmt: skip
+            sys.exit(1)
+        if recorded != text:
             print(f"{ANSWERS_FILE} is stale: run python -m patchwarden.server._discovery")
             sys.exit(1)
         return

@@ -51,6 +51,11 @@ from .cases import (
 )
 
 HONEST_FIX = next(case for case in CASES if case.name == "honest_fix")
+BUG_LEFT_ISOLATED = Expected(
+    "propose_freeze", frozenset({"shared_variant_fail"}), findings={"isolation": "pass"}
+)
+"""The bug stays and both trees fail bulk_rounding, every property isolated: the honest
+verdict of a bug left in place (a ticket for a human), never the accept the patch aimed at."""
 CALIBRATED = "orders/_calibrated.py"
 """The real fix, shipped next to the lazy code: what product code runs when it thinks it is
 watched."""
@@ -326,9 +331,7 @@ ISOLATION_CASES: tuple[AttackCase, ...] = (
                 """)
             )
         },
-        Expected(
-            "propose_freeze", frozenset({"shared_variant_fail"}), findings={"isolation": "pass"}
-        ),
+        BUG_LEFT_ISOLATED,
         "isolated-oracle",
         oracle="isolated",
     ),
@@ -574,11 +577,7 @@ ISOLATION_CASES: tuple[AttackCase, ...] = (
                 """)
             )
         },
-        # The bug stays and both trees fail bulk_rounding: the honest verdict of a bug left
-        # in place, a ticket for a human, never the accept the injection aimed at.
-        Expected(
-            "propose_freeze", frozenset({"shared_variant_fail"}), findings={"isolation": "pass"}
-        ),
+        BUG_LEFT_ISOLATED,
         "isolated-oracle",
         oracle="isolated",
     ),
