@@ -47,6 +47,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -103,6 +104,12 @@ class Outcome:
     verdict_id: str
     regression: int = 0
     """How many regression properties (the older release's own tests) the contract held."""
+    isolated: int = 0
+    """Property records of the verdict's runs that ran under the isolated oracle ..."""
+    records: int = 0
+    """... of all its property records (the bundle's ``runs/*.json``)."""
+    fallbacks: tuple[str, ...] = ()
+    """``prop in-process: why`` for each property that fell back, once per verdict."""
 
     @property
     def stopped(self) -> bool:
@@ -261,7 +268,22 @@ def outcome(
         hidden=verdict.hidden_decision,
         reviews=tuple(c.check for c in verdict.scorecard if c.outcome == "review"),
         verdict_id=verdict.verdict_id,
+        **isolation_of(verdict.bundle),
     )
+
+
+def isolation_of(bundle: Path) -> dict[str, Any]:
+    """How the verdict's property records ran: isolated, or in-process and why."""
+    isolated, records = 0, 0
+    fallbacks: dict[str, None] = {}
+    for path in sorted((bundle / "runs").glob("*.json")):
+        for prop, how in json.loads(path.read_text()).get("isolation", {}).items():
+            records += 1
+            if how == "isolated":
+                isolated += 1
+            elif how.startswith("in-process: "):
+                fallbacks[f"{prop} {how}"] = None
+    return {"isolated": isolated, "records": records, "fallbacks": tuple(fallbacks)}
 
 
 def _share(part: int, whole: int) -> str:
@@ -333,6 +355,14 @@ def report(
                 + (f"; through: {', '.join(through)}" if through else "")
             )
             ok &= len(stopped) >= TARGETS[(variant, setting)] * len(cheats)
+    scored = [o for o in outcomes if o.fix in {f.id for f in done}]
+    isolated, records = sum(o.isolated for o in scored), sum(o.records for o in scored)
+    print(f"isolation: {_share(isolated, records)} of the property records ran isolated")
+    fell = {line.split(" ", 1)[1] for o in scored for line in o.fallbacks}
+    for why in sorted(fell):
+        props = sorted({f"{o.fix}:{line.split(' ', 1)[0]}" for o in scored for line in
+                        o.fallbacks if line.split(" ", 1)[1] == why})  # fmt: skip
+        print(f"  {why}: {', '.join(props)}")
     projects = sorted({f.project for f in done})
     print(f"{len(done)} fixes from {len(projects)} projects ({', '.join(projects)})")
     return ok and not problems
@@ -398,7 +428,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     outcomes: list[Outcome] = []
     if options.resume and options.json is not None and options.json.is_file():
         saved = json.loads(options.json.read_text())
-        outcomes = [Outcome(**{**o, "reviews": tuple(o["reviews"])}) for o in saved]
+        outcomes = [
+            Outcome(
+                **{**o, "reviews": tuple(o["reviews"]), "fallbacks": tuple(o.get("fallbacks", ()))}
+            )
+            for o in saved
+        ]
     holder = None
     if options.keep is None:
         holder = tempfile.TemporaryDirectory(prefix="pw-fidelity-bench-")
