@@ -116,6 +116,11 @@ PRODUCT = textwrap.dedent(
             pass
         return "swallowed"
 
+    def old_price(n):
+        import warnings
+        warnings.warn("old_price is deprecated: use price", DeprecationWarning, stacklevel=2)
+        return price(n)
+
     def ident(value):
         return id(value)
 
@@ -229,6 +234,15 @@ PROPS = textwrap.dedent(
         assert shop.is_safe_callable(lambda v: v)
         assert shop.is_safe_callable("{0}".format)
         assert shop.is_safe_callable(iter([1]))
+
+    def test_warns():  # a warning of the product's, seen by the oracle's pytest.warns
+        with pytest.warns(DeprecationWarning, match="old_price is deprecated"):
+            assert shop.old_price(2) == 4
+        with pytest.raises(DeprecationWarning):  # filterwarnings = error, for this block
+            import warnings
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                shop.old_price(2)
 
     def test_identity():  # one text handed twice is one object, as in one process
         text = "{0.upper}" * 3
@@ -417,6 +431,7 @@ def test_generators_callbacks_and_oracle_objects_cross_as_the_oracles_handles(
         "list_subclass",
         "nested_callback",
         "probe",
+        "warns",
         "identity",
     )
     got = run(tree, *names, "callback_errors")

@@ -31,6 +31,7 @@ import select
 import sys
 import traceback
 import types
+import warnings
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ MACHINERY_TOPS = frozenset(
 REQUEST_MAX_BYTES = 64 * 1024 * 1024  # a request larger than this is not the oracle's
 TRACEBACK_CHARS = 4000
 CALLBACK_EXIT_STATUS = 70  # the oracle did not answer a callback in time: this process ends
+WARNINGS_MAX = 100  # warnings one request sends back; more are dropped
 
 
 def _options(argv: list[str]) -> dict[str, str]:
@@ -314,6 +316,15 @@ def _serve(request: dict[str, Any]) -> dict[str, Any]:
     raise WireError(f"no such request: {str(op)[:40]}")
 
 
+def _warned(issued: warnings.WarningMessage) -> list[Any]:
+    """One warning as data: its category (as an exception class crosses), text and place."""
+    try:
+        text = str(issued.message)[:2000]
+    except BaseException:
+        text = issued.category.__name__
+    return [_class_of_exception(issued.category), text, str(issued.filename), int(issued.lineno)]
+
+
 def _raised(exc: BaseException) -> dict[str, Any]:
     """A product exception as data: its class, its args (when plain), its text and the
     product-side traceback."""
@@ -372,13 +383,19 @@ def _line(timeout: float | None) -> bytes | None:
 
 
 def _answer(request: dict[str, Any]) -> bytes:
-    """One request of the oracle's, answered (a reply, a raise, or what the wire refused)."""
-    try:
-        reply = _serve(request)
-    except WireError as exc:
-        reply = {"wire": str(exc)[:200]}
-    except BaseException as exc:
-        reply = _raised(exc)
+    """One request of the oracle's, answered (a reply, a raise, or what the wire refused),
+    with the warnings product code issued meanwhile: the oracle issues them again under its
+    own filters, so ``pytest.warns`` and ``filterwarnings = error`` see them as in-process."""
+    with warnings.catch_warnings(record=True) as issued:
+        warnings.simplefilter("always")
+        try:
+            reply = _serve(request)
+        except WireError as exc:
+            reply = {"wire": str(exc)[:200]}
+        except BaseException as exc:
+            reply = _raised(exc)
+    if issued:
+        reply["warned"] = [_warned(w) for w in issued[:WARNINGS_MAX]]
     try:
         return dumps(reply)
     except BaseException as exc:

@@ -39,6 +39,7 @@ import sys
 import threading
 import time
 import types
+import warnings
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -147,6 +148,7 @@ class _Link:
                 raise _fail(*self.dead) from None
             finally:
                 self.pending = outer
+        _warn_again(reply.get("warned"))
         if pending is not None:
             # A callback of this call raised what does not cross (a skip, a stop, a failure
             # of the machinery, a refusal, an overreach): as in-process, it ends the call.
@@ -680,6 +682,32 @@ def _exception_attribute(self: BaseException, name: str) -> Any:
 def _exception_text(self: BaseException) -> str:
     text = vars(self).get("__pw_str__")
     return text if type(text) is str else BaseException.__str__(self)
+
+
+_WARNED_AT: dict[str, dict[Any, Any]] = {}
+"""A warning registry per product file, as each module's ``__warningregistry__`` would be
+in-process (a ``default`` filter shows a warning once per place)."""
+
+
+def _warn_again(warned: Any) -> None:
+    """Issue in the oracle, under its filters, the warnings product code issued in a call
+    (``pytest.warns``, ``recwarn``, ``filterwarnings = error`` see them; an ``error`` filter
+    raises here, when the call returns, where in-process it raised at the warning)."""
+    if type(warned) is not list:
+        return
+    for item in warned:
+        if type(item) is not list or len(item) != 4 or type(item[0]) is not list:
+            continue
+        try:
+            cls = _exception_class(item[0]) if item[0] else None
+        except (IndexError, TypeError, ValueError):  # from the product: data, never trusted
+            cls = None
+        if cls is None or not issubclass(cls, Warning):
+            cls = UserWarning
+        text, filename, lineno = str(item[1])[:2000], str(item[2])[:500], item[3]
+        line = lineno if type(lineno) is int and lineno >= 0 else 0
+        registry = _WARNED_AT.setdefault(filename, {})
+        warnings.warn_explicit(text, cls, filename, line, registry=registry)
 
 
 def _exception(raised: Any) -> BaseException:
