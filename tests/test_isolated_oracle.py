@@ -27,6 +27,12 @@ PRODUCT = textwrap.dedent(
             super().__init__(message)
             self.code = code
 
+    import datetime
+
+    class Zone(datetime.tzinfo):  # parse's FixedTzOffset: a product tzinfo
+        def utcoffset(self, dt):
+            return datetime.timedelta(hours=1)
+
     class Basket:
         def __init__(self, *prices):
             self.prices = list(prices)
@@ -121,6 +127,18 @@ PRODUCT = textwrap.dedent(
         warnings.warn("old_price is deprecated: use price", DeprecationWarning, stacklevel=2)
         return price(n)
 
+    def with_pattern(pattern):  # parse's decorator: marks the converter it is handed
+        def decorator(func):
+            func.pattern = pattern
+            return func
+        return decorator
+
+    def pattern_of(func):
+        return func.pattern
+
+    def relevel(obj, level):
+        obj.level = level
+
     def ident(value):
         return id(value)
 
@@ -144,11 +162,17 @@ PRODUCT = textwrap.dedent(
                 found = x.__dict__
             elif step == "bound":
                 found = x.check.__self__
+            elif step == "set_code":
+                f.__code__ = (lambda v: 0).__code__
+                found = "set"
+            elif step == "set_generator":
+                g.level = 0
+                found = "set"
             elif step == "module":
                 found = sys.modules.get("test_props") or f.__builtins__["__import__"]
             else:
                 import __main__  # the product program itself: a request it may not make
-                found = __main__._callback("setattr", x, ["level", 0], {})
+                found = __main__._callback("delattr", x, ["level"], {})
         except AttributeError:
             return "refused"
         return repr(found)
@@ -235,6 +259,17 @@ PROPS = textwrap.dedent(
         assert shop.is_safe_callable("{0}".format)
         assert shop.is_safe_callable(iter([1]))
 
+    def test_marks():  # the product sets and reads a plain attribute of the oracle's function
+        @shop.with_pattern(r"\\d+")
+        def number(text):
+            return int(text)
+
+        assert number.pattern == r"\\d+" and shop.pattern_of(number) == r"\\d+"
+        assert number("12") == 12
+        thing = Thing()
+        shop.relevel(thing, 5)  # the product sets an attribute of the oracle's instance
+        assert thing.level == 5
+
     def test_warns():  # a warning of the product's, seen by the oracle's pytest.warns
         with pytest.warns(DeprecationWarning, match="old_price is deprecated"):
             assert shop.old_price(2) == 4
@@ -275,6 +310,11 @@ PROPS = textwrap.dedent(
     def test_callback_fails_swallowed():
         shop.swallow(lambda: pytest.fail("from the callback"))
 
+    def test_product_tzinfo():  # the oracle's datetime needs a real tzinfo, not a proxy
+        import datetime
+        when = datetime.datetime(2000, 1, 1, tzinfo=shop.Zone())
+        assert when.utcoffset() == datetime.timedelta(hours=1)
+
     def test_sends_a_class():
         class Marker:
             pass
@@ -310,6 +350,12 @@ PROPS = textwrap.dedent(
 
     def test_reach_bound():
         _reach("bound")
+
+    def test_reach_set_code():
+        _reach("set_code")
+
+    def test_reach_set_generator():
+        _reach("set_generator")
 
     def test_reach_module():
         _reach("module")
@@ -393,7 +439,14 @@ def test_plain_calls_exceptions_and_handles_run_isolated(tree: Path) -> None:
 
 def test_a_property_that_cannot_cross_runs_in_process_and_says_why(tree: Path) -> None:
     beside = set(tree.parent.iterdir())
-    got = run(tree, "patches_the_product", "sends_a_class", "price", "fallback_sees_its_tree")
+    got = run(
+        tree,
+        "patches_the_product",
+        "sends_a_class",
+        "price",
+        "fallback_sees_its_tree",
+        "product_tzinfo",
+    )
     assert got["patches_the_product"] == (
         "pass",
         "",
@@ -416,6 +469,14 @@ def test_a_property_that_cannot_cross_runs_in_process_and_says_why(tree: Path) -
         "product",
     )
     assert got["price"] == ("pass", "", "isolated")
+    # A proxy where C code of the oracle's needs the product's real type: that is the
+    # isolation's limit, not the product's answer, so the property falls back.
+    assert got["product_tzinfo"] == (
+        "pass",
+        "",
+        "in-process: a product object stood where the oracle's code needs its type: "
+        "tzinfo argument must be None or of a tzinfo subclass, not type 'Handle'",
+    )
 
 
 def test_generators_callbacks_and_oracle_objects_cross_as_the_oracles_handles(
@@ -432,6 +493,7 @@ def test_generators_callbacks_and_oracle_objects_cross_as_the_oracles_handles(
         "nested_callback",
         "probe",
         "warns",
+        "marks",
         "identity",
     )
     got = run(tree, *names, "callback_errors")
@@ -458,7 +520,10 @@ def test_a_failing_callback_fails_the_property_even_when_the_product_swallows_it
     }
 
 
-REACHES = ("gi_frame", "gi_code", "globals", "mro", "dict", "bound", "module")
+REACHES = (
+    "gi_frame", "gi_code", "globals", "mro", "dict", "bound", "set_code", "set_generator",
+    "module",
+)  # fmt: skip
 
 
 def test_product_code_cannot_reach_the_oracle_through_its_objects(tree: Path) -> None:

@@ -195,6 +195,7 @@ class Reporter:
         elif report.skipped:
             self._record(item, prop, "fail", f"{prop}|Skipped|{report.when}")
         elif report.failed:
+            _refuse_proxy_type_errors(call.excinfo)
             if call.excinfo is not None:
                 exc_type = call.excinfo.type.__name__
                 where = _assertion_id(call.excinfo, test_file)
@@ -335,6 +336,18 @@ def _collection_exception(exc):
     ):
         return cause
     return None
+
+
+def _refuse_proxy_type_errors(excinfo):
+    """The property failed because a proxy is not the product's real object to C code of
+    the oracle's (``datetime(..., tzinfo=<a product tzinfo>)``: "not type 'Handle'"): that is
+    the isolation's limit, not the product's answer. The property runs again in-process, and
+    the verdict says why (docs/design/isolated-oracle.md, "Fallback and visibility")."""
+    if excinfo is None or ISOLATION["link"] is None or excinfo.type is not TypeError:
+        return
+    text = str(excinfo.value)
+    if "'Handle'" in text or "Handle object" in text:
+        _refuse(f"a product object stood where the oracle's code needs its type: {text[:160]}")
 
 
 def _isolation_of(prop):

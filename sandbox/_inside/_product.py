@@ -177,12 +177,20 @@ def _oracle_getattr(self: Any, name: str) -> Any:
     return _callback("getattr", self, [name], {})
 
 
+def _oracle_setattr(self: Any, name: str, value: Any) -> None:
+    _callback("setattr", self, [name, value], {})
+
+
 def _oracle_class(operations: frozenset[str], hashable: bool) -> type:
     key = operations | ({"hash"} if hashable else set())
     for cls, ops in ORACLE_CLASSES.items():
         if ops == key:
             return cls
-    namespace: dict[str, Any] = {"__slots__": ("_pw_oid",), "__getattr__": _oracle_getattr}
+    namespace: dict[str, Any] = {
+        "__slots__": ("_pw_oid",),
+        "__getattr__": _oracle_getattr,
+        "__setattr__": _oracle_setattr,
+    }
     for op in ("repr", "str", "bool", "eq", "ne", "lt", "le", "gt", "ge", *sorted(operations)):
         namespace[f"__{op}__"] = _callback_method(op)
     namespace["__hash__"] = _callback_method("hash") if hashable else None

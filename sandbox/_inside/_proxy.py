@@ -546,6 +546,14 @@ def _give(obj: Any) -> list[Any]:
     return ["oh", number, offers]
 
 
+def _own_attribute(obj: Any, name: str) -> bool:
+    """A plain attribute someone set on one of the oracle's functions (``func.pattern``):
+    readable, as the product set it or as the property did."""
+    if type(obj) is not types.FunctionType or name[:1] == "_":
+        return False
+    return name in vars(obj)
+
+
 def _overreach(link: _Link, obj: Any, name: str) -> dict[str, Any]:
     """A read the callbacks do not offer: the product gets ``AttributeError``, the call it
     serves fails once it returns."""
@@ -571,11 +579,22 @@ def _serve_callback(link: _Link, message: dict[str, Any]) -> dict[str, Any]:
             name = str(args[0]) if len(args) == 1 and type(args[0]) is str else ""
             if not name or name in _INTERNALS or _machinery(type(obj)):
                 return _overreach(link, obj, name[:80] or "?")
+            if _own_attribute(obj, name):
+                return {"ok": encode(vars(obj)[name], _send)}
             if name[:2] == "__" or (isinstance(obj, _OPAQUE) and not hasattr(obj, name)):
                 raise AttributeError(name)  # a probe, answered as the object would
             if isinstance(obj, _OPAQUE):
                 return _overreach(link, obj, name[:80])
             return {"ok": encode(getattr(obj, name), _send)}
+        if op == "setattr":
+            # A decorator of the product's marking what it is handed (parse's with_pattern
+            # sets func.pattern): a plain attribute of a function or an instance, no more.
+            name = str(args[0]) if len(args) == 2 and type(args[0]) is str else ""
+            settable = type(obj) is types.FunctionType or not isinstance(obj, _OPAQUE)
+            if not name or name[:1] == "_" or not settable or _machinery(type(obj)):
+                return _overreach(link, obj, f"{name[:80] or '?'} (to set it)")
+            setattr(obj, name, args[1])
+            return {"ok": None}
         if op not in _CALLBACKS or (kwargs and op != "call"):
             raise WireError(f"no such callback: {str(op)[:40]}")
         return {"ok": encode(_CALLBACKS[op](obj, *args, **kwargs), _send)}
