@@ -326,7 +326,7 @@ def test_host_processes_are_invisible_and_home_and_tmp_are_private_and_writable(
         pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
         print({os.getpid()} in pids, max(pids) < 10)
         for d in ("/tmp", os.environ["HOME"]):
-            open(os.path.join(d, "x"), "w").write("x")
+            open(os.path.join(d, "pw-written"), "w").write("x")
             print(sorted(os.listdir(d)))
         """,
         tree,
@@ -335,8 +335,9 @@ def test_host_processes_are_invisible_and_home_and_tmp_are_private_and_writable(
     runtime_tops = sorted(
         {Path(m).parts[2] for m in python_runtime(SandboxConfig()).mounts if m.startswith("/tmp/")}
     )
-    tmp_listing = sorted(["x", *runtime_tops])
-    assert result.stdout == f"False True\n{tmp_listing}\n['x']\n", result.stderr
+    # (a name no clone directory has: a clone at /tmp/x has its runtime mounted at /tmp/x)
+    tmp_listing = sorted(["pw-written", *runtime_tops])
+    assert result.stdout == f"False True\n{tmp_listing}\n['pw-written']\n", result.stderr
 
 
 # --- limits ------------------------------------------------------------------------------------
