@@ -696,6 +696,13 @@ INTROSPECTION = textwrap.dedent(
         assert vars(square) == {"side": 3} and inspect.ismethod(square.grow)
         assert square.grow.__doc__ == "Twice as large." and square.grow.__self__ == square
         assert not inspect.isfunction(square) and not inspect.isfunction(lib.UNITS)
+        # A docstring example run in a copy of the module's globals (doctest's way): its
+        # print is this process's, so the output is captured here.
+        import contextlib, io
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(compile("print(area(2))", "<doctest>", "single"), dict(vars(lib)))
+        assert out.getvalue() == f"{lib.area(2)}\\n"
 
     def test_signature():
         assert list(inspect.signature(lib.area).parameters) == ["side"]

@@ -319,6 +319,10 @@ def _namespace(target: Any, owner: str) -> ProductNamespace:
         raise AttributeError("__dict__") from None
     if type(found) is not dict:
         raise _fail(ProductUnreadable, f"vars({owner}) is not a dict")
+    if "__builtins__" in found:
+        # One process has one builtins: code the property runs in a copy of a module's
+        # globals (doctest's way) prints and imports here, as in-process, not in the product.
+        found["__builtins__"] = vars(builtins)
     namespace = ProductNamespace(found)
     object.__setattr__(namespace, "_pw_owner", owner)
     return namespace
