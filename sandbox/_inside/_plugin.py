@@ -30,7 +30,7 @@ if TYPE_CHECKING:
         _tampered,
         _traceback_id,
     )
-    from ._proxy import ISOLATION, IsolationRefused, ProductFailure
+    from ._proxy import ISOLATION, IsolationRefused, ProductFailure, _refuse
 
 
 class Reporter:
