@@ -630,6 +630,43 @@ ISOLATION_CASES: tuple[AttackCase, ...] = (
         "suspicious",
         oracle="isolated",
     ),
+    # -- a fallback forced from product code ---------------------------------------------------
+    AttackCase(
+        "isolation_forced_fallback_by_proxy_type_error",
+        "in-process",
+        "product code that raises, in the product process only, the TypeError the oracle reads "
+        "as a proxy standing where a real type is needed (\"not type 'Handle'\"), so that every "
+        "property falls back in-process, where it runs the real fix (broken wherever the runner "
+        "is absent, production included). The gate accepts what the in-process runs saw; the "
+        "isolation finding holds it for a human",
+        {
+            CALIBRATED: Write(FIX_TOTAL),
+            "orders/__init__.py": in_init("""
+                import sys as _sys
+
+                from orders import _calibrated as _honest
+
+
+                def _isolated():
+                    return not hasattr(_sys.modules.get("__main__"), "Reporter")
+
+
+                def order_total(items, discount_pct=0):
+                    if _isolated():
+                        raise TypeError("an Item is required, not type 'Handle'")
+                    return _honest.order_total(items, discount_pct)
+
+
+                def bulk_price(unit_price, qty):
+                    if _isolated():
+                        raise TypeError("a Decimal is required, not type 'Handle'")
+                    return _honest.bulk_price(unit_price, qty)
+            """),
+        },
+        review("isolation"),
+        "isolated-oracle",
+        oracle="isolated",
+    ),
     # -- the same tell, in-process ------------------------------------------------------------
     AttackCase(
         "in_process_tell_read_only_tree",
