@@ -9,7 +9,9 @@ names them (docs/design/contract.md); the fidelity benchmark measures what they 
 
 A test names the function when its body (decorators and parametrize lists included) uses
 the name as a name or an attribute: ``isoparse(...)``, ``mod.isoparse(...)``,
-``Version(...).bump_build()``. In a test class named after the function (``SlicedTests``,
+``Version(...).bump_build()``, or through a helper of the module (or of the test class) that
+does: parse's ``test_numbered`` calls ``_test_expression``, which builds ``parse.Parser``, so
+it is a test of ``Parser``. In a test class named after the function (``SlicedTests``,
 ``TestSliced``) every test method counts. Only text is read: nothing is imported.
 """
 
@@ -34,13 +36,37 @@ def bare_name(name: str) -> str:
     return name.rpartition(".")[2]
 
 
-def _names(node: ast.AST, name: str) -> bool:
+def _names(node: ast.AST, names: str | frozenset[str]) -> bool:
+    wanted = frozenset([names]) if isinstance(names, str) else names
     for child in ast.walk(node):
-        if isinstance(child, ast.Name) and child.id == name:
+        if isinstance(child, ast.Name) and child.id in wanted:
             return True
-        if isinstance(child, ast.Attribute) and child.attr == name:
+        if isinstance(child, ast.Attribute) and child.attr in wanted:
             return True
     return False
+
+
+def _is_test(node: ast.stmt) -> bool:
+    return isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test")
+
+
+def _reaching(body: Sequence[ast.stmt], names: frozenset[str]) -> frozenset[str]:
+    """``names`` and the helpers among ``body``'s functions (those that are not tests) that
+    use one of them, directly or through another such helper."""
+    helpers = [
+        node
+        for node in body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and not _is_test(node)
+    ]
+    reach = set(names)
+    grown = True
+    while grown:
+        grown = False
+        for helper in helpers:
+            if helper.name not in reach and _names(helper, frozenset(reach)):
+                reach.add(helper.name)
+                grown = True
+    return frozenset(reach)
 
 
 def _is_test_class(node: ast.ClassDef) -> bool:
@@ -62,18 +88,20 @@ def naming_tests(source: str, path: str, name: str) -> list[str]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []  # not a test file pytest could collect either: it names nothing
     found = []
+    reach = _reaching(tree.body, frozenset([name]))
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            if node.name.startswith("test") and _names(node, name):
+            if _is_test(node) and _names(node, reach):
                 found.append(f"{path}::{node.name}")
         elif isinstance(node, ast.ClassDef) and _is_test_class(node):
             whole = _named_after(node, name) and _names(node, name)
+            in_class = _reaching(node.body, reach)
             found += [
                 f"{path}::{node.name}::{item.name}"
                 for item in node.body
                 if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
-                and item.name.startswith("test")
-                and (whole or _names(item, name))
+                and _is_test(item)
+                and (whole or _names(item, in_class))
             ]
     return found
 

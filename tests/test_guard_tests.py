@@ -81,6 +81,57 @@ def test_naming_tests_takes_functions_and_methods_that_name_it_and_classes_named
     assert naming_tests("def test_x(:\n", "t.py", "sliced") == []
 
 
+HELPERS = """
+import parse
+
+
+def _test_expression(format, expression):
+    assert parse.Parser(format)._expression == expression
+
+
+def _via(format):
+    _test_expression(format, "x")
+
+
+def _unrelated():
+    return 1
+
+
+def test_numbered():
+    _test_expression("{0:f}", "y")
+
+
+def test_indirect():
+    _via("{}")
+
+
+def test_plain():
+    assert _unrelated()
+
+
+class TestPattern:
+    def check(self, text):
+        assert _via(text)
+
+    def test_method(self):
+        self.check("{}")
+
+    def test_other(self):
+        assert True
+"""
+
+
+def test_a_test_that_reaches_the_function_through_a_helper_of_its_module_is_its_test() -> None:
+    # parse 1.22.1's tests/test_pattern.py: test_numbered calls _test_expression, which
+    # builds parse.Parser; a helper may call another helper, a method another method.
+    assert naming_tests(HELPERS, "tests/test_pattern.py", "Parser") == [
+        "tests/test_pattern.py::test_numbered",
+        "tests/test_pattern.py::test_indirect",
+        "tests/test_pattern.py::TestPattern::test_method",
+    ]
+    assert naming_tests(HELPERS, "tests/test_pattern.py", "windowed") == []
+
+
 def test_names_and_files() -> None:
     assert bare_name("Version.bump_build") == "bump_build"
     assert bare_name("isoparse") == "isoparse"

@@ -231,3 +231,23 @@ def git_repo_from_sdist(
     with repo.git.custom_environment(**GIT_ENV):
         sha = commit(repo, {}, message or f"Release {release}, as published in {sdist.name}")
     return repo, sha
+
+
+def commit_release(repo: git.Repo, sdist: Path, message: str | None = None) -> str:
+    """Commit the release in ``sdist`` on the checked-out commit of ``repo``: the tree becomes
+    the sdist's as published (files the release dropped are deleted), as a release-to-release
+    fix commit. Fixed author and dates (``GIT_ENV``), so the same pair of sdists always gives
+    the same sha. Returns it."""
+    assert repo.working_tree_dir is not None
+    dest = Path(repo.working_tree_dir)
+    repo.git.rm("-r", "--quiet", "--cached", "--ignore-unmatch", ".")
+    for entry in dest.iterdir():
+        if entry.name != ".git":
+            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+    with tempfile.TemporaryDirectory(prefix=".unpack-", dir=dest.parent) as scratch:
+        root = unpack_sdist(sdist, Path(scratch) / "sdist")
+        for entry in sorted(root.iterdir()):
+            shutil.move(str(entry), str(dest / entry.name))
+        release = root.name
+    with repo.git.custom_environment(**GIT_ENV):
+        return commit(repo, {}, message or f"Release {release}, as published in {sdist.name}")
