@@ -47,6 +47,12 @@ class Limits(BaseModel):
     fails as ``ProductHung`` (a test that loops forever in product code ends there, and the
     run goes on with a new product process). Default: 0.75 of ``idle_time_s``."""
 
+    test_timeout_s: PositiveFloat | None = None
+    """Isolated scorer runs: seconds one test may run before its next call into the product
+    fails as ``ProductHung``. It ends a test that drives product code forever in short calls
+    (``list()`` of an endless generator: no one call is slow); the product process is kept,
+    it is not hung. ``task from-fix`` sets it to its ``--test-timeout``. Default: none."""
+
     cpu_s: PositiveInt = 300
     """CPU seconds per process (RLIMIT_CPU)."""
 

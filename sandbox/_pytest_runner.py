@@ -182,6 +182,9 @@ def _run_reporter(
         cut = list(args).index("--")
         extra = ["--product-fds", ",".join(map(str, oracle_fds))]
         extra += ["--call-timeout", f"{product.call_timeout_s:g}"]
+        test_timeout = (limits or config.limits).test_timeout_s
+        if test_timeout is not None:
+            extra += ["--test-timeout", f"{test_timeout:g}"]
         args = [*args[:cut], *extra, *args[cut:]]
     try:
         argv = [

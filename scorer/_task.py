@@ -441,7 +441,9 @@ def build_task(
     # A test that loops forever in product code (the bug, on the base) ends at the call
     # deadline and the run goes on with a new product process (docs/design/tasks.md).
     timeout = test_timeout_s or config.run_limits.call_timeout_s or DEFAULT_TEST_TIMEOUT_S
-    limits = config.run_limits.model_copy(update={"call_timeout_s": timeout})
+    limits = config.run_limits.model_copy(
+        update={"call_timeout_s": timeout, "test_timeout_s": timeout}
+    )
     results, run_problem = _run_both(
         root,
         draft_base,

@@ -43,6 +43,17 @@ PRODUCT = textwrap.dedent(
         def total(self):
             return sum(self.prices)
 
+    TOKEN = os.urandom(8).hex()  # one per product process
+
+    def token():
+        return TOKEN
+
+    def endless():
+        n = 0
+        while True:
+            yield n
+            n += 1
+
     def price(n):
         if n < 0:
             raise PricingError("negative", n)
@@ -392,6 +403,15 @@ PROPS = textwrap.dedent(
 
     def test_after():
         assert shop.price(1) == 2
+
+    SEEN = {}
+
+    def test_endless():
+        SEEN["token"] = shop.token()
+        list(shop.endless())  # each next() is quick; the list never ends
+
+    def test_same_product():
+        assert shop.token() == SEEN["token"]
     """
 )
 LIMITS = Limits(wall_time_s=60, idle_time_s=8, memory_mb=1024, output_bytes=200_000)
@@ -810,3 +830,30 @@ def test_a_run_starts_at_most_three_new_product_processes(tree: Path) -> None:
         f"prop.after|ProductExited|tests/test_props.py:{line_of('shop.price(1)')}",
         "isolated",
     )
+
+
+def test_a_test_that_drives_product_code_without_end_fails_at_its_deadline(tree: Path) -> None:
+    # task from-fix's --test-timeout: no one call into the product is slow (the call
+    # deadline never fires), the test is; the product process is not hung and is kept.
+    targets = [
+        PropertyTarget(f"prop.{n}", f"tests/test_props.py::test_{n}")
+        for n in ("endless", "same_product")
+    ]
+    result = run_properties(
+        tree,
+        targets,
+        11,
+        SandboxConfig(),
+        contract_paths=["tests/test_props.py"],
+        limits=LIMITS.model_copy(update={"test_timeout_s": 2}),
+    )
+    assert result.complete, result.problems
+    got = {r.prop: (r.status, r.witness, r.isolation) for r in result.records}
+    assert got == {
+        "prop.endless": (
+            "fail",
+            f"prop.endless|ProductHung|tests/test_props.py:{line_of('list(shop.endless())')}",
+            "isolated",
+        ),
+        "prop.same_product": ("pass", "", "isolated"),
+    }

@@ -144,6 +144,7 @@ class Reporter:
             # Isolated runs: refusals and product failures belong to the running property;
             # the product process re-seeds its own random state like this one.
             ISOLATION["prop"] = self._prop_of(item)
+            ISOLATION["test_started"] = time.monotonic()
             link = ISOLATION["link"]
             if link is not None and link.dead is not None and ISOLATION["prop"] is not None:
                 ISOLATION["orphaned"].setdefault(ISOLATION["prop"], link.dead[1])
@@ -233,6 +234,7 @@ class Reporter:
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logfinish(self, nodeid, location):
         ISOLATION["prop"] = None
+        ISOLATION["test_started"] = None
         if MODE == "agent" and nodeid in self.outcomes:
             self._emit_agent(nodeid)
 

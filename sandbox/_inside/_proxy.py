@@ -53,11 +53,13 @@ output (at most: a quarter of the call's deadline), and once when a call starts 
 is due: the run's idle limit then measures only the oracle's own silent work, and a hung
 call ends at its own deadline as ``ProductHung``."""
 ISOLATION: dict[str, Any] = {
-    "prop": None, "refused": {}, "failed": {}, "orphaned": {}, "link": None, "finder": None
+    "prop": None, "refused": {}, "failed": {}, "orphaned": {}, "link": None, "finder": None,
+    "test_started": None,
 }  # fmt: skip
-"""The running property, the first refusal and the first product failure of each, and the
+"""The running property, the first refusal and the first product failure of each, the
 properties that started after the product process had died (the host runs those again with
-a new one: sandbox/_pytest_runner.py)."""
+a new one: sandbox/_pytest_runner.py), and when the running test started (its deadline,
+``--test-timeout``, counts from there)."""
 
 
 class IsolationRefused(BaseException):
@@ -114,9 +116,16 @@ class _Link:
     """The oracle's end of the wire: one request at a time, each with its deadline."""
 
     def __init__(
-        self, req_fd: int, rep_fd: int, status_fd: int, timeout: float, beat_fd: int | None = None
+        self,
+        req_fd: int,
+        rep_fd: int,
+        status_fd: int,
+        timeout: float,
+        beat_fd: int | None = None,
+        test_timeout: float | None = None,
     ) -> None:
         self.req_fd, self.rep_fd, self.status_fd, self.timeout = req_fd, rep_fd, status_fd, timeout
+        self.test_timeout = test_timeout
         self.beat_fd = beat_fd
         self.beat_s = min(BEAT_S, timeout / 4)
         self.beaten = time.monotonic()
@@ -135,6 +144,15 @@ class _Link:
         with self.lock:
             if self.dead is not None:
                 raise _fail(*self.dead)
+            started = ISOLATION["test_started"]
+            if (
+                self.test_timeout is not None
+                and started is not None
+                and time.monotonic() - started > self.test_timeout
+            ):
+                # Each call is quick, the test is not: it drives product code without end.
+                # This call fails; the product process is not hung and serves the next test.
+                raise _fail(ProductHung, f"the test ran past its {self.test_timeout:g} s")
             self.used = True
             outer, self.pending = self.pending, None
             try:
@@ -897,7 +915,8 @@ def install_proxies(opts: dict[str, str], tree: str, spec_root: str, layout: Any
     for fd in beat:
         os.set_blocking(fd, False)
     timeout = float(opts.get("call-timeout", "30"))
-    link = _Link(req_fd, rep_fd, status_fd, timeout, beat[0] if beat else None)
+    test_timeout = float(opts["test-timeout"]) if "test-timeout" in opts else None
+    link = _Link(req_fd, rep_fd, status_fd, timeout, beat[0] if beat else None, test_timeout)
     ISOLATION["link"] = link
     names = [str(p) for p in layout.get("packages", []) if not _oracle_own(str(p))]
     ISOLATION["finder"] = ProductFinder(names)
