@@ -52,8 +52,8 @@ def task_group() -> None:
     type=click.FloatRange(min=1),
     default=None,
     metavar="S",
-    help="Seconds one call of a tried test into the product may take: a test that loops "
-    "forever fails at that deadline and the rest of its module still runs (default: "
+    help="Seconds a tried test may run in product code, in one call or in many: a test "
+    "that loops forever fails at that deadline and the rest of its module still runs (default: "
     f"scorer.run_limits.call_timeout_s, else {DEFAULT_TEST_TIMEOUT_S:g}).",
 )
 @config_option
