@@ -857,3 +857,300 @@ def test_a_test_that_drives_product_code_without_end_fails_at_its_deadline(tree:
         ),
         "prop.same_product": ("pass", "", "isolated"),
     }
+
+
+FAITHFUL = textwrap.dedent(
+    """
+    import dataclasses
+    import os
+    import pathlib
+    from typing import Generic, Protocol, TypeVar, runtime_checkable
+
+
+    @dataclasses.dataclass
+    class Point:
+        x: int
+        y: int
+
+    KT = TypeVar("KT")
+    VT = TypeVar("VT", bound=int)
+
+
+    class Base(Generic[KT, VT]):
+        size: int
+
+        def __init__(self, key=0):
+            self.key = key
+
+
+    @runtime_checkable
+    class Closeable(Protocol):
+        def close(self): ...
+
+
+    class Registry:
+        pass
+
+
+    REGISTRY = Registry()
+
+
+    def read(path):
+        with open(path) as f:
+            return f.read()
+
+
+    def fspath(path):
+        return os.fspath(path)
+
+
+    def join(path, name):
+        return os.path.join(path, name)
+
+
+    def child(path, name):
+        if isinstance(path, pathlib.PurePath):
+            return type(path)(path) / name
+        return pathlib.Path(path) / name
+
+
+    def same(value):
+        return value
+
+
+    def both(a, b):
+        return a is b
+
+
+    def registry():
+        return REGISTRY
+
+
+    def sort_in_place(xs):
+        xs.sort()
+
+
+    def put(d, key, value):
+        d[key] = value
+
+
+    def add(s, value):
+        s.add(value)
+
+
+    def sort_first(container):
+        container[0].sort()
+
+
+    def by_key(items):
+        items.sort(key=lambda item: item.key)
+
+
+    def append_then_fail(xs):
+        xs.append("x")
+        raise ValueError("after the append")
+
+
+    def sorted_copy(xs):
+        xs.sort()  # the regression: the caller's list is changed
+        return list(xs)
+
+
+    def parameters(alias):
+        return [p.__name__ for p in alias.__parameters__]
+    """
+)
+FAITHFUL_TESTS = textwrap.dedent(
+    """
+    import typing
+    from pathlib import Path, PurePosixPath
+    from typing import TypeVar, get_args, get_origin
+
+    import pytest
+
+    import lib
+    from lib import KT, VT, Base
+
+    T = TypeVar("T")
+    MAPPED = type[Base[KT, VT]]  # at import: a product generic subscripted with its TypeVars
+    MINE = Base[T, int]  # and with one of the test's own
+
+
+    class Place:  # an object of the test's with __fspath__
+        def __fspath__(self):
+            return "data/hello.txt"
+
+
+    class Thing:
+        def close(self):
+            return None
+
+
+    def test_paths():
+        p = Path("data") / "hello.txt"
+        assert lib.read(p) == "hello\\n" and lib.fspath(p) == "data/hello.txt"
+        assert lib.join(Path("data"), "x") == "data/x"
+        got = lib.child(Path("data"), "hello.txt")
+        assert isinstance(got, Path) and got == p and type(got) is type(p)
+        pure = lib.child(PurePosixPath("a"), "b")
+        assert type(pure) is PurePosixPath and pure == PurePosixPath("a/b")
+        assert lib.read(Place()) == "hello\\n" and lib.fspath(Place()) == "data/hello.txt"
+
+
+    def test_identity():
+        p, xs, d, thing = Path("data"), [3, 1], {"a": [1]}, Thing()
+        assert lib.same(p) is p and lib.same(xs) is xs and lib.same(d) is d
+        assert lib.same(thing) is thing and lib.same((xs, d))[0] is xs
+        assert lib.both(xs, xs) is True and lib.both(xs, [3, 1]) is False
+        assert lib.registry() is lib.registry()
+        base = lib.Base()
+        assert lib.same(base) is base
+
+
+    def test_mutation():
+        xs = [3, 1, 2]
+        assert lib.sort_in_place(xs) is None and xs == [1, 2, 3]
+        d = {}
+        lib.put(d, "k", [1])
+        assert d == {"k": [1]}
+        s = {1}
+        lib.add(s, 2)
+        assert s == {1, 2}
+        nested = ([5, 4],)
+        lib.sort_first(nested)
+        assert nested == ([4, 5],)
+        inner = [2, 1]
+        outer = [inner]
+        lib.sort_first(outer)
+        assert outer[0] is inner and inner == [1, 2]
+        items = [lib.Base(2), lib.Base(1)]
+        first, second = items
+        lib.by_key(items)
+        assert items[0] is second and items[1] is first
+        with pytest.raises(ValueError):
+            lib.append_then_fail(xs)
+        assert xs == [1, 2, 3, "x"]
+
+
+    def test_does_not_mutate():
+        xs = [3, 1, 2]
+        assert lib.sorted_copy(xs) == [1, 2, 3]
+        assert xs == [3, 1, 2], "the caller's list was changed"
+
+
+    def test_generics():
+        alias = Base[int, str]
+        assert get_origin(alias) is Base and get_args(alias) == (int, str)
+        assert alias == Base[int, str] and alias().key == 0
+        assert get_args(MAPPED) == (Base[KT, VT],) and Base[KT, VT].__parameters__ == (KT, VT)
+        assert lib.KT is KT and KT.__name__ == "KT" and VT.__bound__ is int
+        assert lib.parameters(Base[KT, VT][int, int]) == []
+        assert lib.parameters(MINE) == ["T"] and get_args(MINE) == (T, int)
+        assert isinstance(Thing(), lib.Closeable) and not isinstance(3, lib.Closeable)
+
+
+    def test_type_hints():
+        typing.get_type_hints(lib.Base)
+    """
+)
+
+
+FIELDS_TESTS = """import dataclasses
+import lib
+
+FIELDS = [f.name for f in dataclasses.fields(lib.Point)]
+
+
+def test_fields():
+    assert FIELDS == ["x", "y"]
+"""
+BROKEN_TESTS = """from lib import no_such_name
+
+
+def test_broken():
+    pass
+"""
+
+
+def faithful_tree(root: Path) -> Path:
+    for sub in ("lib", "tests", "data"):
+        (root / sub).mkdir(parents=True)
+    for path in (root, root / "lib", root / "tests", root / "data"):
+        path.chmod(0o755)
+    (root / "lib" / "__init__.py").write_text(FAITHFUL)
+    (root / "data" / "hello.txt").write_text("hello\n")
+    (root / "tests" / "test_faithful.py").write_text(FAITHFUL_TESTS)
+    (root / "tests" / "test_fields.py").write_text(FIELDS_TESTS)
+    (root / "tests" / "test_broken.py").write_text(BROKEN_TESTS)
+    return root
+
+
+def run_faithful(
+    root: Path, *names: str, module: str = "faithful"
+) -> dict[str, tuple[str, str, str]]:
+    targets = [PropertyTarget(f"prop.{n}", f"tests/test_{module}.py::test_{n}") for n in names]
+    result = run_properties(
+        root, targets, 11, SandboxConfig(), contract_paths=["tests"], limits=LIMITS
+    )
+    assert result.complete and not result.forged and not result.missing, result.problems
+    return {
+        r.prop.removeprefix("prop."): (r.status, r.witness, r.isolation) for r in result.records
+    }
+
+
+def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: Path) -> None:
+    # A Path crosses by value (os.fspath, open(), os.path.join work on it in the product;
+    # the product's Path is a Path here); an object that makes a round trip is the same
+    # object; a list, dict or set the product changes in place is changed here; a product
+    # generic subscripted here (with its TypeVars or the test's) is a real typing alias.
+    got = run_faithful(
+        faithful_tree(tmp_path), "paths", "identity", "mutation", "generics", "type_hints"
+    )
+    assert got == {
+        "paths": ("pass", "", "isolated"),
+        "identity": ("pass", "", "isolated"),
+        "mutation": ("pass", "", "isolated"),
+        "generics": ("pass", "", "isolated"),
+        # What a class is made of (annotations written in the product's module) has no
+        # faithful stand-in: refused, it runs in-process and gets the real answer.
+        "type_hints": (
+            "pass",
+            "",
+            "in-process: the property introspects product class lib.Base (__annotations__)",
+        ),
+    }
+
+
+def test_a_mutated_argument_fails_the_guard_that_forbids_it(tmp_path: Path) -> None:
+    got = run_faithful(faithful_tree(tmp_path), "does_not_mutate")
+    line = next(n for n, text in enumerate(FAITHFUL_TESTS.splitlines(), 1) if "was changed" in text)
+    assert got == {
+        "does_not_mutate": (
+            "fail",
+            f"prop.does_not_mutate|AssertionError|tests/test_faithful.py:{line}",
+            "isolated",
+        )
+    }
+
+
+def test_a_test_module_the_proxy_cannot_import_falls_back_naming_why(tmp_path: Path) -> None:
+    # dataclasses.fields(<a product class>) at a test module's top level: the handle has
+    # no __dataclass_fields__ to give, and dataclasses turns that into a TypeError of its
+    # own. That is the isolation's limit, not the product's failure: the module's tests run
+    # in-process, saying why and where; a test module that fails to import on the
+    # product's own merit (a name the product lacks) still fails, NotRun.
+    root = faithful_tree(tmp_path)
+    got = run_faithful(root, "fields", module="fields")
+    assert got == {
+        "fields": (
+            "pass",
+            "",
+            "in-process: the test module tests/test_fields.py does not import isolated: "
+            "TypeError: must be called with a dataclass type or instance "
+            "(tests/test_fields.py:4)",
+        )
+    }
+    got = run_faithful(root, "broken", module="broken")
+    assert got == {
+        "broken": ("fail", "prop.broken|NotRun|tests/test_broken.py::test_broken", "isolated")
+    }

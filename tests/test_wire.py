@@ -11,6 +11,8 @@ import decimal
 import fractions
 import json
 import math
+import pathlib
+import typing
 from collections import OrderedDict
 from typing import Any
 
@@ -20,12 +22,15 @@ from hypothesis import strategies as st
 
 from patchwarden.sandbox._inside._wire import (
     SAME_MAX_CHARS,
+    Memo,
     WireError,
     decode,
     dumps,
     encode,
     is_plain,
     loads,
+    rebuild,
+    rebuilt_parts,
 )
 
 
@@ -228,3 +233,84 @@ def test_a_text_received_twice_is_one_object_and_a_long_one_is_not_kept() -> Non
     a = decode(json.loads(dumps({"v": long_text}))["v"], refuse)
     b = decode(json.loads(dumps({"v": long_text}))["v"], refuse)
     assert a == b and a is not b
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        pathlib.Path("data") / "x.txt",
+        pathlib.PurePosixPath("/a//b/./c"),
+        pathlib.PureWindowsPath("C:\\\\dir\\\\f.txt"),
+        pathlib.Path("//host/share"),
+    ],
+)
+def test_a_standard_library_path_crosses_by_value_as_its_own_class(
+    path: pathlib.PurePath,
+) -> None:
+    got = through(path)
+    assert type(got) is type(path) and got == path and str(got) == str(path)
+    assert is_plain([path])
+
+
+def test_a_path_names_only_the_standard_librarys_path_classes() -> None:
+    for data in (["p", "os.system", "x"], ["p", "WindowsPath", "x"], ["p", "PosixPath", 3]):
+        with pytest.raises(WireError, match="bad 'p' value"):
+            decode(data, unknown)
+
+
+def test_one_object_met_twice_in_a_call_crosses_once_and_comes_back_as_itself() -> None:
+    xs, d = [3, [1]], {"k": (1, 2)}
+    sent = Memo()
+    line = dumps({"v": encode([xs, xs, d, xs[1]], refuse, memo=sent)})
+    received = Memo()
+    args = decode(loads(line.rstrip(b"\n"))["v"], unknown, memo=received)
+    assert args[0] is args[1] and args[3] is args[0][1] and args == [xs, xs, d, xs[1]]
+    # The reply: what the request brought is a reference, the sender's own object again.
+    reply = encode((args[0], args[2]["k"], [0]), refuse, memo=received)
+    assert reply[1][0] == ["r", 1] and reply[1][1][0] == "r"
+    back = decode(json.loads(json.dumps(reply)), unknown, memo=sent)
+    assert back[0] is xs and back[1] is d["k"] and back[2] == [0]
+
+
+def test_a_list_that_holds_itself_crosses_with_a_memo() -> None:
+    xs: list[Any] = [1]
+    xs.append(xs)
+    got = decode(json.loads(json.dumps(encode(xs, refuse, memo=Memo()))), unknown, memo=Memo())
+    assert got[0] == 1 and got[1] is got
+
+
+def test_a_reference_without_a_memo_or_to_nothing_is_refused() -> None:
+    with pytest.raises(WireError, match="unknown tag r"):
+        decode(["r", 0], unknown)
+    with pytest.raises(WireError, match="a reference to no object"):
+        decode(["l", [["r", 5]]], unknown, memo=Memo())
+
+
+def test_typevars_and_generic_aliases_are_rebuilt_as_the_standard_librarys_own() -> None:
+    key = typing.TypeVar("key", bound=int)
+    value = typing.TypeVar("value", str, bytes, covariant=True)
+
+    class Box(typing.Generic[key]):
+        pass
+
+    names: dict[str, Any] = {"int": int, "str": str, "bytes": bytes, "Box": Box, "key": key}
+
+    def as_name(obj: object) -> Any:  # what each side's handle would be, in the test
+        return ["n", getattr(obj, "__name__", "?")]
+
+    def resolve(tagged: list[Any]) -> Any:
+        return names[tagged[1]]
+
+    def again(obj: object) -> Any:
+        kind, *parts = json.loads(json.dumps(rebuilt_parts(obj, as_name)))
+        return rebuild(kind, parts, resolve)
+
+    for var in (key, value):
+        got = again(var)
+        assert type(got) is typing.TypeVar and got is not var and repr(got) == repr(var)
+        assert (got.__bound__, got.__constraints__) == (var.__bound__, var.__constraints__)
+    alias = Box[key]
+    got = again(alias)
+    assert type(got) is type(alias) and got == alias and got.__parameters__ == (key,)
+    with pytest.raises(WireError, match="bad rebuilt value"):
+        rebuild("class", [], unknown)

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
         _tampered,
         _traceback_id,
     )
-    from ._proxy import ISOLATION, IsolationRefused, ProductFailure, _refuse
+    from ._proxy import ISOLATION, PROXY_TYPES, IsolationRefused, ProductFailure, _refuse, ours
 
 
 class Reporter:
@@ -257,10 +257,36 @@ class Reporter:
     def pytest_exception_interact(self, node, call, report):
         # For a collector pytest calls this hook, with the exception, before it reports;
         # a failed test's summary was made with its report.
+        if MODE == "scorer" and report.when == "collect" and call.excinfo is not None:
+            self._refuse_import_limit(node, report.nodeid, call.excinfo.value)
         if MODE == "agent" and report.when == "collect" and call.excinfo is not None:
             exc = _collection_exception(call.excinfo.value)
             if exc is not None:
                 self.summaries[(report.nodeid, "collect")] = _summary(exc, report)
+
+    def _refuse_import_limit(self, node, nodeid, exc):
+        """A test module (or class) that did not collect because of the isolation, not of
+        the product (a refusal, or an error the proxy machinery raised while the module's
+        top level ran: ``Base[KT, VT]`` on a proxy): its properties run again in-process,
+        the reason naming the exception and where, instead of failing as ``NotRun``. The
+        product's own errors (an ImportError of its, an exception it raised) stay failures."""
+        if ISOLATION["link"] is None:
+            return
+        cause = exc.__cause__ if isinstance(exc, pytest.Collector.CollectError) else exc
+        if cause is None or not ours(cause):
+            return
+        where = _traceback_id(cause.__traceback__, os.path.abspath(str(node.path)))
+        try:
+            text = str(cause)[:160]
+        except Exception:
+            text = "?"
+        why = (
+            f"the test module {nodeid} does not import isolated: "
+            f"{type(cause).__name__}: {text} ({where})"
+        )
+        for node_id, prop in self.by_node.items():
+            if node_id == nodeid or node_id.startswith(nodeid + "::"):
+                ISOLATION["refused"].setdefault(prop, why)
 
     def pytest_collectreport(self, report):
         if MODE != "agent" or not report.failed:
@@ -348,7 +374,7 @@ def _refuse_proxy_type_errors(excinfo):
     if excinfo is None or ISOLATION["link"] is None or excinfo.type is not TypeError:
         return
     text = str(excinfo.value)
-    if "'Handle'" in text or "Handle object" in text:
+    if any(t in text for t in PROXY_TYPES):
         _refuse(f"a product object stood where the oracle's code needs its type: {text[:160]}")
 
 

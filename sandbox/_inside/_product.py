@@ -36,7 +36,18 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._paths import tree_paths
-    from ._wire import WireError, decode, dumps, encode, is_plain, loads
+    from ._wire import (
+        REBUILT_TYPES,
+        Memo,
+        WireError,
+        decode,
+        dumps,
+        encode,
+        is_plain,
+        loads,
+        rebuild,
+        rebuilt_parts,
+    )
 
 MACHINERY_TOPS = frozenset(
     {"pytest", "_pytest", "pluggy", "hypothesis", "_hypothesis_pytestplugin"}
@@ -115,18 +126,30 @@ def _kind(obj: Any) -> str:
         return "method"
     if kind is types.ModuleType and type(getattr(obj, "__name__", None)) is str:
         return f"module:{obj.__name__}"
+    if isinstance(obj, type):
+        return "class"
     return ""
 
 
 def _out(obj: Any) -> Any:
     """The tagged form of an object that does not cross by value: one of the oracle's goes
-    back as its own handle, any other stays here and crosses as a handle of this side's."""
+    back as its own handle, a built-in class by its name, a ``TypeVar`` by value (with its
+    handle, so it comes back as itself), any other stays here and crosses as a handle of
+    this side's."""
     if type(obj) in ORACLE_CLASSES:
         return ["oh", object.__getattribute__(obj, "_pw_oid")]
     if isinstance(obj, type) and issubclass(obj, BaseException):
         described = _class_of_exception(obj)
         if described[0] != "bad":
             return described  # one that does not cross as itself is a plain handle
+    if type(obj) in REBUILT_TYPES:
+        oracle = ORACLE_REBUILT_IDS.get(id(obj))
+        if oracle is not None and ORACLE_PROXIES.get(oracle) is obj:
+            return ["oh", oracle]
+        return ["rb", _handle(obj), *rebuilt_parts(obj, _out)]
+    name = getattr(obj, "__name__", None) if isinstance(obj, type) else None
+    if type(name) is str and getattr(builtins, name, None) is obj:
+        return ["bt", name]  # int, str, list: the oracle's own (a class, never code)
     return ["h", _handle(obj), type(obj).__qualname__, callable(obj), _kind(obj)]
 
 
@@ -137,6 +160,15 @@ def _in(tagged: list[Any]) -> Any:
         return OBJECTS[tagged[1]]
     if tag == "oh" and len(tagged) == 3 and type(tagged[1]) is int and type(tagged[2]) is list:
         return _oracle_object(tagged[1], tagged[2])
+    if tag == "rbo" and len(tagged) >= 3 and type(tagged[1]) is int:
+        # One of the oracle's TypeVars or generic aliases: a real one here (the product's
+        # generics take no proxy), one per oracle handle, going back as the oracle's own.
+        found = ORACLE_PROXIES.get(tagged[1])
+        if found is None:
+            found = rebuild(tagged[2], tagged[3:], _in)
+            ORACLE_PROXIES[tagged[1]] = found
+            ORACLE_REBUILT_IDS[id(found)] = tagged[1]
+        return found
     if tag == "bt" and len(tagged) == 2 and type(tagged[1]) is str:
         found = getattr(builtins, tagged[1], _in)
         if found is not _in:
@@ -151,12 +183,15 @@ def _in(tagged: list[Any]) -> Any:
 
 # -- the oracle's objects: callbacks ---------------------------------------------------------
 
-ORACLE_OPERATIONS = ("call", "iter", "next", "len", "getitem", "contains")
+ORACLE_OPERATIONS = ("call", "iter", "next", "len", "getitem", "contains", "fspath")
 """What an oracle object may offer beyond ``repr``, ``str``, ``bool``, ``hash``, the
 comparisons and reads of its non-dunder attributes (the oracle says which, by its type)."""
 ORACLE_CLASSES: dict[type, frozenset[str]] = {}
 """The proxy classes, one per set of operations (``type(obj) in ORACLE_CLASSES``)."""
 ORACLE_PROXIES: dict[int, Any] = {}  # the oracle's handle -> its proxy: one object, one proxy
+ORACLE_REBUILT_IDS: dict[
+    int, int
+] = {}  # id(a TypeVar or alias built for the oracle's) -> its handle
 
 
 class OracleAbort(BaseException):
@@ -295,11 +330,13 @@ def _module_facts(module: Any) -> dict[str, Any]:
     }
 
 
-def _serve(request: dict[str, Any]) -> dict[str, Any]:
+def _serve(request: dict[str, Any], memo: Memo) -> dict[str, Any]:
     op = request.get("op")
-    args = decode(request.get("args", ["l", []]), _in)
+    args = decode(request.get("args", ["l", []]), _in, memo=memo)
     if type(args) is not list:
         raise WireError("arguments are not a list")
+    kwargs = decode(request["kwargs"], _in, memo=memo) if "kwargs" in request else {}
+    _keep(memo)
     if op == "import":
         module = importlib.import_module(str(args[0]))
         return {"ok": encode(module, _out), "module": _module_facts(module)}
@@ -307,7 +344,7 @@ def _serve(request: dict[str, Any]) -> dict[str, Any]:
         random.seed(PRODUCT_SEED)
         return {"ok": None}
     if op == "getattr":
-        return {"ok": encode(getattr(args[0], str(args[1])), _out)}
+        return {"ok": encode(getattr(args[0], str(args[1])), _out, memo=memo)}
     if op == "setattr":
         setattr(args[0], str(args[1]), args[2])
         return {"ok": None}
@@ -315,13 +352,61 @@ def _serve(request: dict[str, Any]) -> dict[str, Any]:
         delattr(args[0], str(args[1]))
         return {"ok": None}
     if op == "call":
-        kwargs = decode(request.get("kwargs", ["d", []]), _in)
         if type(kwargs) is not dict or any(type(k) is not str for k in kwargs):
             raise WireError("keyword arguments are not a dict of names")
-        return {"ok": encode(args[0](*args[1:], **kwargs), _out)}
+        return {"ok": encode(args[0](*args[1:], **kwargs), _out, memo=memo)}
     if op in OPS:
-        return {"ok": encode(OPS[op](*args), _out)}
+        return {"ok": encode(OPS[op](*args), _out, memo=memo)}
     raise WireError(f"no such request: {str(op)[:40]}")
+
+
+KEPT: list[list[Any]] = []
+"""Per request being served (nested: a callback may bring another), the mutable containers
+it brought by value and their contents as they arrived."""
+
+
+def _contents(obj: Any) -> Any:
+    if type(obj) is dict:
+        return list(obj.items())
+    return list(obj)
+
+
+def _keep(memo: Memo) -> None:
+    KEPT[-1][:] = [len(memo.objects)] + [
+        (n, obj, _contents(obj))
+        for n, obj in enumerate(memo.objects)
+        if type(obj) in (list, dict, set)
+    ]
+
+
+def _changed(obj: Any, before: Any) -> bool:
+    """Changed in place since it arrived, by identity of what it holds (no element's
+    ``__eq__`` runs: it may be one of the oracle's objects, a callback)."""
+    now = _contents(obj)
+    if type(obj) is set:
+        return {id(x) for x in now} != {id(x) for x in before}
+    if type(obj) is dict:
+        return len(now) != len(before) or any(
+            k is not k0 or v is not v0 for (k, v), (k0, v0) in zip(now, before, strict=True)
+        )
+    return len(now) != len(before) or any(x is not y for x, y in zip(now, before, strict=True))
+
+
+def _written_back(memo: Memo, kept: list[Any], sent: bool) -> list[Any]:
+    """The new contents of each container the request brought that product code changed in
+    place (``xs.sort()``, ``d[k] = v``): the oracle writes them into its own objects, so a
+    mutation of an argument is seen there as in one process. ``sent``: the reply carries
+    a value encoded with ``memo`` (otherwise what it numbered is forgotten)."""
+    if not kept:
+        return []
+    if not sent:
+        memo.trim(kept[0])
+    back = []
+    for n, obj, before in kept[1:]:
+        if _changed(obj, before):
+            contents = dict(obj) if type(obj) is dict else list(obj)
+            back.append([n, encode(contents, _out, memo=memo)])
+    return back
 
 
 def _warned(issued: warnings.WarningMessage) -> list[Any]:
@@ -394,14 +479,25 @@ def _answer(request: dict[str, Any]) -> bytes:
     """One request of the oracle's, answered (a reply, a raise, or what the wire refused),
     with the warnings product code issued meanwhile: the oracle issues them again under its
     own filters, so ``pytest.warns`` and ``filterwarnings = error`` see them as in-process."""
+    memo = Memo()
+    KEPT.append([])
     with warnings.catch_warnings(record=True) as issued:
         warnings.simplefilter("always")
         try:
-            reply = _serve(request)
+            reply = _serve(request, memo)
         except WireError as exc:
             reply = {"wire": str(exc)[:200]}
         except BaseException as exc:
             reply = _raised(exc)
+        try:
+            if "wire" not in reply:
+                back = _written_back(memo, KEPT[-1], "ok" in reply)
+                if back:
+                    reply["back"] = back
+        except BaseException as exc:
+            reply = {"wire": f"a changed argument could not be written: {type(exc).__name__}"}
+        finally:
+            KEPT.pop()
     if issued:
         reply["warned"] = [_warned(w) for w in issued[:WARNINGS_MAX]]
     try:

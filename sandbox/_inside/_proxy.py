@@ -43,7 +43,18 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._wire import WireError, decode, dumps, encode, is_plain, loads
+    from ._wire import (
+        REBUILT_TYPES,
+        Memo,
+        WireError,
+        decode,
+        dumps,
+        encode,
+        is_plain,
+        loads,
+        rebuild,
+        rebuilt_parts,
+    )
 
 REPLY_MAX_BYTES = 64 * 1024 * 1024  # one reply larger than this: the product floods
 STATUS_WAIT_S = 10.0  # after the product's pipe closed, how long the host may take to say why
@@ -100,6 +111,11 @@ class ProductError(ProductFailure):
     only, or an exception of the test machinery (an example failure, never a skip)."""
 
 
+PROXY_TYPES = ("'Handle'", "Handle object", "OracleObject", "'ProxyModule'")
+"""How the proxies' types show in a ``TypeError``'s text: C code of either side met a proxy
+where it needs the real object."""
+
+
 def _refuse(why: str) -> IsolationRefused:
     prop = ISOLATION["prop"] or "<collection>"
     ISOLATION["refused"].setdefault(prop, why)
@@ -110,6 +126,34 @@ def _fail(kind: type[ProductFailure], why: str) -> ProductFailure:
     prop = ISOLATION["prop"] or "<collection>"
     ISOLATION["failed"].setdefault(prop, (kind.__name__, why))
     return kind(why)
+
+
+_PROGRAM_FILE = _refuse.__code__.co_filename
+"""This program's file name (``<stdin>``: the oracle is one script read from stdin)."""
+
+
+def ours(exc: BaseException, depth: int = 0) -> bool:
+    """Raised by the isolation, not by the product or the test's own code: a refusal, a
+    ``TypeError`` or ``AttributeError`` naming a proxy type, an exception whose innermost
+    frame is this program's (the proxy machinery: ``AttributeError`` of a handle) and that
+    did not cross from the product, or one raised while handling such an exception
+    (``dataclasses.fields(<a handle>)`` turns the handle's ``AttributeError`` into its own
+    ``TypeError``). Misjudged one way, the test runs in-process and gets the real answer."""
+    if isinstance(exc, IsolationRefused):
+        return True
+    if isinstance(exc, ProductFailure):
+        return False  # the product process itself failed: the product's merit
+    if isinstance(exc, TypeError | AttributeError) and any(t in str(exc) for t in PROXY_TYPES):
+        return True
+    if hasattr(exc, "__dict__") and vars(exc).get("__pw_product__"):
+        return False
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is not None and tb.tb_frame.f_code.co_filename == _PROGRAM_FILE:
+        return True
+    before = exc.__cause__ or exc.__context__
+    return before is not None and depth < 8 and ours(before, depth + 1)
 
 
 class _Link:
@@ -137,9 +181,10 @@ class _Link:
         self.last_facts: dict[str, Any] | None = None
 
     def request(self, op: str, args: list[Any], kwargs: dict[str, Any] | None = None) -> Any:
-        message: dict[str, Any] = {"op": op, "args": encode(args, _send)}
+        memo = Memo()  # what crossed by value: the reply may name it again, or change it
+        message: dict[str, Any] = {"op": op, "args": encode(args, _send, memo=memo)}
         if kwargs:
-            message["kwargs"] = encode(kwargs, _send)
+            message["kwargs"] = encode(kwargs, _send, memo=memo)
         data = dumps(message)
         with self.lock:
             if self.dead is not None:
@@ -172,14 +217,16 @@ class _Link:
             # of the machinery, a refusal, an overreach): as in-process, it ends the call.
             raise pending
         self.last_facts = reply.get("module") if type(reply.get("module")) is dict else None
-        if "ok" in reply:
+        if "ok" in reply or "raise" in reply:
             try:
-                return decode(reply["ok"], _receive)
+                value = decode(reply["ok"], _receive, memo=memo) if "ok" in reply else None
+                _write_back(reply.get("back"), memo)
             except WireError as exc:
                 raise _fail(
                     ProductUnreadable, f"unreadable value from the product: {exc}"
                 ) from None
-        if "raise" in reply:
+            if "ok" in reply:
+                return value
             raise _exception(reply["raise"])
         raise _fail(ProductUnreadable, f"the product could not read a request: {reply.get('wire')}")
 
@@ -266,9 +313,42 @@ def _link() -> _Link:
     return link  # type: ignore[no-any-return]
 
 
+def _write_back(back: Any, memo: Memo) -> None:
+    """Product code changed, in place, containers the call sent by value (``xs.sort()``,
+    ``d[k] = v``): the same change here, on the oracle's own objects (all decoded first, then
+    written), so the property sees its argument as product code left it."""
+    if back is None:
+        return
+    if type(back) is not list:
+        raise WireError("written-back arguments are not a list")
+    changes = []
+    for item in back:
+        if type(item) is not list or len(item) != 2 or type(item[0]) is not int:
+            raise WireError("a written-back argument is not [number, contents]")
+        target = memo.get(["r", item[0]])
+        contents = decode(item[1], _receive, memo=memo)
+        if type(target) not in (list, dict, set) or type(contents) is not (
+            dict if type(target) is dict else list
+        ):
+            raise WireError("a written-back argument does not fit what was sent")
+        changes.append((target, contents))
+    for target, contents in changes:
+        if type(target) is list:
+            target[:] = contents
+        else:
+            target.clear()
+            target.update(contents)
+
+
 # -- handles -------------------------------------------------------------------------------
 
 _HANDLES: dict[int, Handle] = {}
+_REBUILT: dict[int, Any] = {}
+"""A product ``TypeVar`` or generic alias (``Base[int, str]``), rebuilt here once per handle
+as the standard library's own object (sandbox/_inside/_wire.py ``REBUILT_TYPES``): a
+``TypeVar`` among a generic's parameters must be a real one, and an alias must be one to
+``type[Base[KT, VT]]``, ``get_args`` and an annotation."""
+_REBUILT_HANDLES: dict[int, int] = {}  # id(an object rebuilt here) -> the product's handle
 _EXCEPTION_CLASSES: dict[int, type[BaseException] | None] = {}
 _REMOTE_DUNDERS = frozenset(
     {"__name__", "__qualname__", "__module__", "__doc__", "__all__", "__wrapped__"}
@@ -286,6 +366,17 @@ _FUNCTION_INTERNALS = frozenset(
 """What a function is made of beyond plain data: reading one of them (``inspect.signature``,
 ``inspect.getsource``, ``typing.get_type_hints`` do) is refused, so the property runs
 in-process and gets the real answer instead of a stand-in's."""
+_CLASS_INTERNALS = frozenset(
+    {"__annotations__", "__annotate__", "__orig_bases__", "__type_params__",
+     "__protocol_attrs__"}
+)  # fmt: skip
+"""What a product class's annotations and generic bases are made of (``typing.get_type_hints``
+reads ``__annotations__`` of anything that is not a class to it, and would answer a wrong
+``TypeError`` for a handle): names of the product's module, resolved there. Reading one is
+refused, so the property runs in-process and gets the real answer. ``__bases__`` and
+``__mro__`` stay ``AttributeError``: pytest asks ``issubclass(obj, TestCase)`` of every
+global of a test module and takes a ``TypeError`` for "not a test class"."""
+
 _IMPORTING: set[str] = set()
 
 
@@ -364,7 +455,9 @@ class Handle:
                 return _SEEN_AS.get(kind, Handle)
             if name == "__dict__":
                 return _namespace(self, object.__getattribute__(self, "_pw_type"))
-            if kind in _SEEN_AS and name in _FUNCTION_INTERNALS:
+            if (kind in _SEEN_AS and name in _FUNCTION_INTERNALS) or (
+                kind == "class" and name in _CLASS_INTERNALS
+            ):
                 raise _refuse(f"the property introspects product {kind} {_label(self)} ({name})")
             if kind != "method" or name not in _METHOD_PARTS:
                 return object.__getattribute__(self, name)
@@ -472,8 +565,22 @@ for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul"
     _forward, _reflected = _binary(_name)
     setattr(Handle, f"__{_name}__", _forward)
     setattr(Handle, f"__r{_name}__", _reflected)
+
+
+def _compare(name: str) -> Any:
+    def compare(self: Handle, other: Any) -> Any:
+        if isinstance(other, type) and _refused_class(other):
+            # One of the oracle's classes cannot cross; no product object equals one (as
+            # in one process, ``typing`` asks ``arg in (Any, NoReturn, ...)`` of every
+            # annotation): Python falls back to identity.
+            return NotImplemented
+        return _op(name, self, other)
+
+    return compare
+
+
 for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
-    setattr(Handle, f"__{_name}__", _binary(_name)[0])
+    setattr(Handle, f"__{_name}__", _compare(_name))
 for _name in ("neg", "pos", "abs", "invert"):
     setattr(Handle, f"__{_name}__", (lambda op: lambda self: _op(op, self))(_name))
 Handle.__hash__ = Handle.__dict__["__hash__"]  # type: ignore[method-assign]  # kept with __eq__
@@ -485,6 +592,11 @@ def _send(obj: Any) -> Any:
     a class, a module, code or a frame of the oracle's is refused."""
     if type(obj) is Handle:
         return ["h", object.__getattribute__(obj, "_pw_id")]
+    if type(obj) in REBUILT_TYPES:
+        number = _REBUILT_HANDLES.get(id(obj))
+        if number is not None and _REBUILT.get(number) is obj:
+            return ["h", number]  # the product's own, again
+        return ["rbo", _give(obj)[1], *rebuilt_parts(obj, _send)]
     if type(obj) is ProxyModule:
         return ["h", _module_dict(obj)["__pw_handle__"]]
     number = getattr(type(obj), "__pw_handle__", None) if isinstance(obj, BaseException) else None
@@ -542,9 +654,16 @@ _CALLBACKS: dict[str, Any] = {
     "contains": lambda obj, item: item in obj, "bool": bool, "repr": repr, "str": str,
     "hash": hash, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
     "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
-    "ge": lambda a, b: a >= b,
+    "ge": lambda a, b: a >= b, "fspath": os.fspath,
 }  # fmt: skip
 """Every operation the product may ask of an oracle object (and ``getattr``, checked)."""
+
+
+def _refused_class(cls: type) -> bool:
+    """A class of the oracle's that ``_send`` refuses (not a built-in by name, not a proxy)."""
+    if "__pw_handle__" in cls.__dict__:
+        return False
+    return getattr(builtins, cls.__name__, None) is not cls
 
 
 def _machinery(cls: type) -> bool:
@@ -560,7 +679,7 @@ def _give(obj: Any) -> list[Any]:
         _GIVEN_IDS[id(obj)] = number
     kind = type(obj)
     offers = ["call"] if callable(obj) else []
-    for op in ("iter", "next", "len", "getitem", "contains"):
+    for op in ("iter", "next", "len", "getitem", "contains", "fspath"):
         if getattr(kind, f"__{op}__", None) is not None:
             offers.append(op)
     if getattr(kind, "__hash__", None) is not None:
@@ -661,6 +780,17 @@ def _receive(tagged: list[Any]) -> Any:
         return _handle(tagged[1], str(tagged[2])[:200], bool(tagged[3]), kind)
     if tag == "oh" and len(tagged) == 2 and type(tagged[1]) is int and tagged[1] in _GIVEN:
         return _GIVEN[tagged[1]]
+    if tag == "bt" and len(tagged) == 2 and type(tagged[1]) is str:
+        found = getattr(builtins, tagged[1], None)
+        if isinstance(found, type):  # a built-in class by its name, never a function
+            return found
+    if tag == "rb" and len(tagged) >= 3 and type(tagged[1]) is int:
+        found = _REBUILT.get(tagged[1])
+        if found is None:
+            found = rebuild(tagged[2], tagged[3:], _receive)
+            _REBUILT[tagged[1]] = found
+            _REBUILT_HANDLES[id(found)] = tagged[1]
+        return found
     if tag in ("bx", "sx", "xc", "bad"):
         cls = _exception_class(tagged)
         if cls is None:
@@ -779,6 +909,7 @@ def _exception(raised: Any) -> BaseException:
     except Exception:
         exc = cls.__new__(cls, *args)
     exc.args = args
+    vars(exc)["__pw_product__"] = True  # the product's answer, not the machinery's
     if cls.__module__ != "builtins" and "__pw_handle__" in cls.__dict__:
         vars(exc)["__pw_str__"] = text
         if type(raised.get("h")) is int:

@@ -10,9 +10,18 @@ takes one that resolves the tags it does not know itself.
 
 A plain value is one of ``None``, ``bool``, ``int``, ``float``, ``complex``, ``str``,
 ``bytes``, ``Decimal``, ``Fraction``, ``date``, ``time``, ``datetime`` (naive, or with a fixed
-``timezone``), ``timedelta``, a ``slice`` of plain values (what ``seq[i:j]`` sends), or a
-``list``, ``tuple``, ``dict``, ``set`` or ``frozenset`` of plain values, by exact type: a
-subclass of a plain type is not plain.
+``timezone``), ``timedelta``, a ``pathlib`` path (``PosixPath``, ``PurePosixPath``,
+``PureWindowsPath``: rebuilt as the same class from its text), a ``slice`` of plain values
+(what ``seq[i:j]`` sends), or a ``list``, ``tuple``, ``dict``, ``set`` or ``frozenset`` of
+plain values, by exact type: a subclass of a plain type is not plain.
+
+One call and its reply share a ``Memo``: every object that crossed by value (ints, floats,
+texts and ``None`` aside) is numbered in the order both sides meet it, and the same object
+met again, in the request or in the reply, crosses as ``["r", n]``: so ``f(xs, xs)`` hands
+the product one list, and a reply that holds an object the request brought (``f(x) is x``)
+is the sender's own object again. The product's changes to the mutable containers it was
+sent (``list``, ``dict``, ``set``) come back with the reply and are written into the
+sender's objects (sandbox/_inside/_proxy.py).
 
 Part of both programs concatenated by sandbox/_inside (``program``).
 """
@@ -24,6 +33,8 @@ import datetime
 import decimal
 import fractions
 import json
+import pathlib
+import typing
 from collections.abc import Callable
 from typing import Any
 
@@ -78,8 +89,54 @@ _BY_VALUE = frozenset(
         set,
         frozenset,
         slice,
+        pathlib.PosixPath,
+        pathlib.PurePosixPath,
+        pathlib.PureWindowsPath,
     }
 )
+_PATHS: dict[str, type[pathlib.PurePath]] = {
+    cls.__name__: cls for cls in (pathlib.PosixPath, pathlib.PurePosixPath, pathlib.PureWindowsPath)
+}
+"""The standard library's path classes that cross by value, by name: a closed table, so the
+text names one of these three and never a class of anyone's choosing. A path is a value (its
+text, its flavour): rebuilt on the other side it is the same ``Path``, and ``open``,
+``os.fspath`` and ``isinstance(p, Path)`` work there as here."""
+_MUTABLE = (list, dict, set)
+"""By-value kinds whose contents the receiver may change: numbered before their elements (a
+list may hold itself), and their changes written back after a call."""
+
+
+class Memo:
+    """The objects one call and its reply carried by value, numbered in the order the
+    encoder and the decoder meet them (a container of ``_MUTABLE`` before its elements,
+    any other after them): the same object met again crosses as ``["r", n]``."""
+
+    __slots__ = ("numbers", "objects")
+
+    def __init__(self) -> None:
+        self.objects: list[Any] = []
+        self.numbers: dict[int, int] = {}
+
+    def add(self, obj: Any) -> None:
+        self.numbers[id(obj)] = len(self.objects)
+        self.objects.append(obj)
+
+    def number(self, obj: Any) -> int | None:
+        found = self.numbers.get(id(obj))
+        if found is not None and found < len(self.objects) and self.objects[found] is obj:
+            return found
+        return None
+
+    def trim(self, count: int) -> None:
+        """Forget what was numbered after the first ``count`` (a reply that was not sent)."""
+        del self.objects[count:]
+
+    def get(self, data: Any) -> Any:
+        """The object ``["r", n]`` stands for (only one met before)."""
+        n = data[1] if len(data) == 2 else None
+        if type(n) is not int or not 0 <= n < len(self.objects):
+            raise WireError("a reference to no object of this call")
+        return self.objects[n]
 
 
 def _tz(value: datetime.tzinfo | None) -> list[int] | bool | None:
@@ -112,9 +169,11 @@ def is_plain(value: object, depth: int = 0) -> bool:
     return True
 
 
-def encode(value: object, other: Callable[[object], Any], depth: int = 0) -> Any:
+def encode(
+    value: object, other: Callable[[object], Any], depth: int = 0, memo: Memo | None = None
+) -> Any:
     """``value`` as JSON-ready data; ``other(obj)`` gives the tagged form of an object that
-    does not cross by value (or raises)."""
+    does not cross by value (or raises). ``memo``: the call's (see the module's text)."""
     kind = type(value)
     if value is None or kind is bool or kind is str:
         return value
@@ -126,36 +185,56 @@ def encode(value: object, other: Callable[[object], Any], depth: int = 0) -> Any
         return ["f", float.hex(value)]  # type: ignore[arg-type]
     if kind not in _BY_VALUE or depth >= WIRE_DEPTH:
         return other(value)
-    down = depth + 1
+    if kind in (datetime.time, datetime.datetime) and _tz(value.tzinfo) is False:  # type: ignore[attr-defined]
+        return other(value)
+    if memo is None:
+        return _by_value(value, kind, other, depth + 1, None)
+    found = memo.number(value)
+    if found is not None:
+        return ["r", found]
+    if kind in _MUTABLE:
+        memo.add(value)
+        return _by_value(value, kind, other, depth + 1, memo)
+    data = _by_value(value, kind, other, depth + 1, memo)
+    memo.add(value)
+    return data
+
+
+def _by_value(
+    value: Any, kind: type, other: Callable[[object], Any], down: int, memo: Memo | None
+) -> Any:
     if kind is list:
-        return ["l", [encode(v, other, down) for v in value]]  # type: ignore[attr-defined]
+        return ["l", [encode(v, other, down, memo) for v in value]]
     if kind is tuple:
-        return ["t", [encode(v, other, down) for v in value]]  # type: ignore[attr-defined]
+        return ["t", [encode(v, other, down, memo) for v in value]]
     if kind is set:
-        return ["s", [encode(v, other, down) for v in value]]  # type: ignore[attr-defined]
+        return ["s", [encode(v, other, down, memo) for v in value]]
     if kind is frozenset:
-        return ["fs", [encode(v, other, down) for v in value]]  # type: ignore[attr-defined]
+        return ["fs", [encode(v, other, down, memo) for v in value]]
     if kind is dict:
-        pairs = value.items()  # type: ignore[attr-defined]
-        return ["d", [[encode(k, other, down), encode(v, other, down)] for k, v in pairs]]
+        pairs = value.items()
+        return [
+            "d",
+            [[encode(k, other, down, memo), encode(v, other, down, memo)] for k, v in pairs],
+        ]
     if kind is slice:
-        parts = (value.start, value.stop, value.step)  # type: ignore[attr-defined]
-        return ["sl", [encode(v, other, down) for v in parts]]
+        parts = (value.start, value.stop, value.step)
+        return ["sl", [encode(v, other, down, memo) for v in parts]]
+    if kind in _PATHS.values():
+        return ["p", kind.__name__, str(value)]
     if kind is bytes:
-        return ["b", base64.b64encode(value).decode("ascii")]  # type: ignore[arg-type]
+        return ["b", base64.b64encode(value).decode("ascii")]
     if kind is complex:
-        return ["c", float.hex(value.real), float.hex(value.imag)]  # type: ignore[attr-defined]
+        return ["c", float.hex(value.real), float.hex(value.imag)]
     if kind is decimal.Decimal:
         return ["D", str(value)]
     if kind is fractions.Fraction:
-        return ["F", encode(value.numerator, other), encode(value.denominator, other)]  # type: ignore[attr-defined]
+        return ["F", encode(value.numerator, other), encode(value.denominator, other)]
     if kind is datetime.timedelta:
-        return ["td", value.days, value.seconds, value.microseconds]  # type: ignore[attr-defined]
+        return ["td", value.days, value.seconds, value.microseconds]
     if kind is datetime.date:
-        return ["date", value.toordinal()]  # type: ignore[attr-defined]
-    tz = _tz(value.tzinfo)  # type: ignore[attr-defined]
-    if tz is False:
-        return other(value)
+        return ["date", value.toordinal()]
+    tz = _tz(value.tzinfo)
     v: Any = value
     if kind is datetime.time:
         return ["time", v.hour, v.minute, v.second, v.microsecond, v.fold, tz]
@@ -191,9 +270,12 @@ def _items(value: Any) -> list[Any]:
     return value
 
 
-def decode(data: Any, other: Callable[[list[Any]], Any], depth: int = 0) -> Any:
+def decode(
+    data: Any, other: Callable[[list[Any]], Any], depth: int = 0, memo: Memo | None = None
+) -> Any:
     """The value ``data`` (from ``json.loads``) stands for; ``other(tagged)`` resolves a tag
-    this module does not know (a handle, a class, an exception)."""
+    this module does not know (a handle, a class, an exception). ``memo``: the call's; without
+    one a reference (``["r", n]``) is the resolver's, which refuses it."""
     if type(data) is str:
         return _same(data)
     if data is None or type(data) in (bool, int):
@@ -208,49 +290,172 @@ def decode(data: Any, other: Callable[[list[Any]], Any], depth: int = 0) -> Any:
             return float.fromhex(data[1])
         if tag == "bigint":
             return int(data[1], 16)
-        if tag == "l":
-            return [decode(v, other, down) for v in _items(data[1])]
-        if tag == "t":
-            return tuple(decode(v, other, down) for v in _items(data[1]))
-        if tag == "s":
-            return {decode(v, other, down) for v in _items(data[1])}
-        if tag == "fs":
-            return frozenset(decode(v, other, down) for v in _items(data[1]))
-        if tag == "d":
-            return {
-                decode(k, other, down): decode(v, other, down)
-                for k, v in (_items(pair) for pair in _items(data[1]))
-            }
-        if tag == "sl":
-            start, stop, step = (decode(v, other, down) for v in _items(data[1]))
-            return slice(start, stop, step)
-        if tag == "b":
-            return _same(base64.b64decode(data[1], validate=True))
-        if tag == "c":
-            return complex(float.fromhex(data[1]), float.fromhex(data[2]))
-        if tag == "D":
-            return decimal.Decimal(str(data[1]))
-        if tag == "F":
-            return fractions.Fraction(_int(decode(data[1], other)), _int(decode(data[2], other)))
-        if tag == "td":
-            days, seconds, micros = (_int(x) for x in data[1:4])
-            return datetime.timedelta(days=days, seconds=seconds, microseconds=micros)
-        if tag == "date":
-            return datetime.date.fromordinal(_int(data[1]))
-        if tag == "time":
-            hour, minute, second, micro, fold = (_int(x) for x in data[1:6])
-            return datetime.time(hour, minute, second, micro, tzinfo=_zone(data[6]), fold=fold)
-        if tag == "dt":
-            year, month, day = (_int(x) for x in data[1])
-            hour, minute, second, micro, fold = (_int(x) for x in data[2:7])
-            return datetime.datetime(
-                year, month, day, hour, minute, second, micro, tzinfo=_zone(data[7]), fold=fold
-            )
+        if tag == "r" and memo is not None:
+            return memo.get(data)
+        if tag in ("l", "d", "s"):
+            return _container(tag, _items(data[1]), other, down, memo)
+        value = _value(tag, data, other, down, memo)
     except WireError:
         raise
     except (ValueError, TypeError, IndexError, KeyError, ArithmeticError, OverflowError) as exc:
         raise WireError(f"bad {tag!r} value: {type(exc).__name__}") from None
-    return other(data)
+    if value is _UNKNOWN:
+        return other(data)
+    if memo is not None:
+        memo.add(value)
+    return value
+
+
+_UNKNOWN = object()
+
+
+def _container(
+    tag: str, items: list[Any], other: Callable[[list[Any]], Any], down: int, memo: Memo | None
+) -> Any:
+    """A list, dict or set: made, numbered, then filled (so a reference inside it to it
+    is to it, as the encoder numbered it before its elements)."""
+    if tag == "l":
+        made: Any = []
+        if memo is not None:
+            memo.add(made)
+        made.extend(decode(v, other, down, memo) for v in items)
+    elif tag == "d":
+        made = {}
+        if memo is not None:
+            memo.add(made)
+        for pair in items:
+            key, value = _items(pair)
+            made[decode(key, other, down, memo)] = decode(value, other, down, memo)
+    else:
+        made = set()
+        if memo is not None:
+            memo.add(made)
+        for v in items:
+            made.add(decode(v, other, down, memo))
+    return made
+
+
+def _value(
+    tag: str, data: list[Any], other: Callable[[list[Any]], Any], down: int, memo: Memo | None
+) -> Any:
+    """An immutable by-value object (``_UNKNOWN``: not a tag of this module)."""
+    if tag == "t":
+        return tuple(decode(v, other, down, memo) for v in _items(data[1]))
+    if tag == "fs":
+        return frozenset(decode(v, other, down, memo) for v in _items(data[1]))
+    if tag == "sl":
+        start, stop, step = (decode(v, other, down, memo) for v in _items(data[1]))
+        return slice(start, stop, step)
+    if tag == "p":
+        cls = _PATHS.get(data[1]) if type(data[1]) is str else None
+        if cls is None or type(data[2]) is not str or len(data) != 3:
+            raise WireError("bad 'p' value: not a path of the standard library")
+        return cls(data[2])
+    if tag == "b":
+        return _same(base64.b64decode(data[1], validate=True))
+    if tag == "c":
+        return complex(float.fromhex(data[1]), float.fromhex(data[2]))
+    if tag == "D":
+        return decimal.Decimal(str(data[1]))
+    if tag == "F":
+        return fractions.Fraction(_int(decode(data[1], other)), _int(decode(data[2], other)))
+    if tag == "td":
+        days, seconds, micros = (_int(x) for x in data[1:4])
+        return datetime.timedelta(days=days, seconds=seconds, microseconds=micros)
+    if tag == "date":
+        return datetime.date.fromordinal(_int(data[1]))
+    if tag == "time":
+        hour, minute, second, micro, fold = (_int(x) for x in data[1:6])
+        return datetime.time(hour, minute, second, micro, tzinfo=_zone(data[6]), fold=fold)
+    if tag == "dt":
+        year, month, day = (_int(x) for x in data[1])
+        hour, minute, second, micro, fold = (_int(x) for x in data[2:7])
+        return datetime.datetime(
+            year, month, day, hour, minute, second, micro, tzinfo=_zone(data[7]), fold=fold
+        )
+    return _UNKNOWN
+
+
+def typevar_parts(var: Any, other: Callable[[object], Any]) -> list[Any]:
+    """A ``TypeVar`` as data (``["tv", handle, *parts]``, ``["tvo", handle, *parts]``): name,
+    bound, constraints, variance; a bound written as text crosses as that text. The product's
+    generics take no proxy as a parameter, so a ``TypeVar`` is rebuilt on the other side,
+    one per handle, and crosses back as the original."""
+    bound = var.__bound__
+    if isinstance(bound, typing.ForwardRef):
+        bound = bound.__forward_arg__
+    return [
+        str(var.__name__),
+        encode(bound, other),
+        encode(tuple(var.__constraints__), other),
+        bool(var.__covariant__),
+        bool(var.__contravariant__),
+    ]
+
+
+def typevar(parts: Any, other: Callable[[list[Any]], Any]) -> Any:
+    """The ``TypeVar`` ``typevar_parts`` described, built here."""
+    if type(parts) is not list or len(parts) != 5 or type(parts[0]) is not str:
+        raise WireError("bad 'tv' value")
+    bound, constraints = decode(parts[1], other), decode(parts[2], other)
+    if type(constraints) is not tuple:
+        raise WireError("bad 'tv' value")
+    try:
+        return typing.TypeVar(
+            parts[0],
+            *constraints,
+            bound=bound,
+            covariant=parts[3] is True,
+            contravariant=parts[4] is True,
+        )
+    except (TypeError, ValueError) as exc:
+        raise WireError(f"bad 'tv' value: {str(exc)[:80]}") from None
+
+
+def alias_parts(alias: Any, other: Callable[[object], Any]) -> list[Any]:
+    """A generic alias of ``typing`` (``Base[int, str]``, exact type ``typing._GenericAlias``)
+    as data: its origin, its arguments, its name and whether it makes instances. Rebuilt on
+    the other side as a real alias of the standard library's own class around the origin
+    (there a handle), it works as an annotation, in ``type[...]`` and ``get_args``, is
+    subscripted again with real ``TypeVar``s, and calling it calls the origin."""
+    return [
+        encode(alias.__origin__, other),
+        encode(tuple(alias.__args__), other),
+        alias._name if type(alias._name) is str else None,
+        alias._inst is True,
+    ]
+
+
+def generic_alias(parts: Any, other: Callable[[list[Any]], Any]) -> Any:
+    """The alias ``alias_parts`` described, built here."""
+    if type(parts) is not list or len(parts) != 4 or type(parts[3]) is not bool:
+        raise WireError("bad 'ga' value")
+    origin, args = decode(parts[0], other), decode(parts[1], other)
+    if type(args) is not tuple or not args or (parts[2] is not None and type(parts[2]) is not str):
+        raise WireError("bad 'ga' value")
+    try:
+        return typing._GenericAlias(origin, args, inst=parts[3], name=parts[2])  # type: ignore[attr-defined]
+    except (TypeError, ValueError) as exc:
+        raise WireError(f"bad 'ga' value: {str(exc)[:80]}") from None
+
+
+REBUILT_TYPES = (typing.TypeVar, typing._GenericAlias)  # type: ignore[attr-defined]
+"""What crosses as the standard library's own object rebuilt from data (``typevar``,
+``generic_alias``), exact types only, one per handle, and back as the original."""
+
+
+def rebuilt_parts(obj: Any, other: Callable[[object], Any]) -> list[Any]:
+    if type(obj) is typing.TypeVar:
+        return ["tv", *typevar_parts(obj, other)]
+    return ["ga", *alias_parts(obj, other)]
+
+
+def rebuild(kind: Any, parts: Any, other: Callable[[list[Any]], Any]) -> Any:
+    if kind == "tv":
+        return typevar(parts, other)
+    if kind == "ga":
+        return generic_alias(parts, other)
+    raise WireError("bad rebuilt value")
 
 
 def dumps(message: dict[str, Any]) -> bytes:
