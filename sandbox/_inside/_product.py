@@ -31,6 +31,7 @@ import select
 import sys
 import traceback
 import types
+import typing
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -300,6 +301,17 @@ def _exit_context(obj: Any, *exc: Any) -> Any:
     return type(obj).__exit__(obj, *exc)
 
 
+def _hints(cls: Any) -> Any:
+    """``__annotations__`` of a product class as the oracle gets it: the hints
+    ``typing.get_type_hints`` finds here (the class's module is here, its bases too), or,
+    when they cannot be evaluated (a name imported only for type checkers), the class's own
+    annotations as written (``get_type_hints`` in the oracle then fails as it would here)."""
+    try:
+        return typing.get_type_hints(cls)
+    except Exception:
+        return dict(cls.__annotations__)
+
+
 OPS: dict[str, Any] = {
     "repr": repr, "str": str, "len": len, "hash": hash, "bool": bool, "iter": iter,
     "next": next, "isinstance": isinstance, "issubclass": issubclass, "format": format,
@@ -308,7 +320,7 @@ OPS: dict[str, Any] = {
     "delitem": operator.delitem, "reversed": reversed, "round": round, "divmod": divmod,
     "dir": lambda obj: sorted(str(name) for name in dir(obj)),
     "vars": lambda obj: dict(vars(obj)),
-    "enter": lambda obj: type(obj).__enter__(obj), "exit": _exit_context,
+    "enter": lambda obj: type(obj).__enter__(obj), "exit": _exit_context, "hints": _hints,
     "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le,
     "gt": operator.gt, "ge": operator.ge, "add": operator.add, "sub": operator.sub,
     "mul": operator.mul, "truediv": operator.truediv, "floordiv": operator.floordiv,

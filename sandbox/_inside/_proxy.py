@@ -331,6 +331,11 @@ def _write_back(back: Any, memo: Memo) -> None:
             dict if type(target) is dict else list
         ):
             raise WireError("a written-back argument does not fit what was sent")
+        if type(target) is set:
+            try:
+                contents = set(contents)
+            except TypeError:  # an unhashable element: no set held it in the product
+                raise WireError("a written-back set holds what no set can") from None
         changes.append((target, contents))
     for target, contents in changes:
         if type(target) is list:
@@ -366,17 +371,6 @@ _FUNCTION_INTERNALS = frozenset(
 """What a function is made of beyond plain data: reading one of them (``inspect.signature``,
 ``inspect.getsource``, ``typing.get_type_hints`` do) is refused, so the property runs
 in-process and gets the real answer instead of a stand-in's."""
-_CLASS_INTERNALS = frozenset(
-    {"__annotations__", "__annotate__", "__orig_bases__", "__type_params__",
-     "__protocol_attrs__"}
-)  # fmt: skip
-"""What a product class's annotations and generic bases are made of (``typing.get_type_hints``
-reads ``__annotations__`` of anything that is not a class to it, and would answer a wrong
-``TypeError`` for a handle): names of the product's module, resolved there. Reading one is
-refused, so the property runs in-process and gets the real answer. ``__bases__`` and
-``__mro__`` stay ``AttributeError``: pytest asks ``issubclass(obj, TestCase)`` of every
-global of a test module and takes a ``TypeError`` for "not a test class"."""
-
 _IMPORTING: set[str] = set()
 
 
@@ -455,10 +449,12 @@ class Handle:
                 return _SEEN_AS.get(kind, Handle)
             if name == "__dict__":
                 return _namespace(self, object.__getattribute__(self, "_pw_type"))
-            if (kind in _SEEN_AS and name in _FUNCTION_INTERNALS) or (
-                kind == "class" and name in _CLASS_INTERNALS
-            ):
+            if kind in _SEEN_AS and name in _FUNCTION_INTERNALS:
                 raise _refuse(f"the property introspects product {kind} {_label(self)} ({name})")
+            if kind == "class" and name == "__annotations__":
+                # What typing.get_type_hints (and Hypothesis' builds) read of anything that
+                # is not a class to them: the product's own evaluation of the class's hints.
+                return _op("hints", self)
             if kind != "method" or name not in _METHOD_PARTS:
                 return object.__getattribute__(self, name)
         return _link().request("getattr", [self, name])

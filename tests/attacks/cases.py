@@ -55,6 +55,9 @@ FIXTURE_FILE = "tests/fixtures/orders.json"
 QUARANTINE_FILE = ".patchwarden/quarantine.json"
 QUARANTINE_BASE = "base-quarantine"
 """A commit on top of `base` whose contract names a quarantine list (the example has none)."""
+GUARDED_BASE = "base-guarded"
+"""A commit on top of `base` whose contract adds a guard: `order_total` leaves the list it is
+given as it was (what a project's "does not mutate its argument" test says)."""
 
 
 # -- what a case writes ----------------------------------------------------------------------
@@ -317,6 +320,29 @@ def _manifest_with(sha: str) -> str:
     data = json.loads(_read(TEMPLATE / "tests" / "fixtures" / "manifest.json"))
     data["fixtures"][0]["sha256"] = sha
     return json.dumps(data, indent=2) + "\n"
+
+
+GUARD_PROPERTY = """
+
+@settings(deadline=None)
+@given(items=items_strategy)
+def test_total_leaves_items(items: list[Item]) -> None:
+    before = list(items)
+    order_total(items)
+    assert items == before, "order_total changed the caller's list"
+"""
+GUARD_CONTRACT = """  - id: prop.order_total_leaves_items
+    oracle: "order_total leaves the list it is given as it was"
+    test: "tests/properties/test_orders.py::test_total_leaves_items"
+"""
+
+
+def guarded_files() -> dict[str, FileSpec]:
+    """What GUARDED_BASE adds to `base`: the guard property and its contract entry."""
+    return {
+        PROPERTY_FILE: Write(BASE_PROPERTIES + GUARD_PROPERTY),
+        CONTRACT_FILE: Write(BASE_CONTRACT.rstrip("\n") + "\n" + GUARD_CONTRACT),
+    }
 
 
 def _properties_with(old: str, new: str) -> str:

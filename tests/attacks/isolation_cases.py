@@ -39,6 +39,7 @@ from .cases import (
     BASE_INIT,
     CASES,
     FIX_TOTAL,
+    GUARDED_BASE,
     AttackCase,
     Expected,
     FileSpec,
@@ -665,6 +666,36 @@ ISOLATION_CASES: tuple[AttackCase, ...] = (
         },
         review("isolation"),
         "isolated-oracle",
+        oracle="isolated",
+    ),
+    # -- a change the other process made ------------------------------------------------------
+    AttackCase(
+        "isolation_argument_sorted_in_place",
+        "isolated-oracle",
+        "the real fix, and order_total now sorts the caller's list of items in place (for a "
+        "'stable order'), against a contract whose guard says it leaves the list as it was. "
+        "Lists crossed to the product process by value, so the sort changed only the product's "
+        "copy and the guard passed: a clean accept, where plain pytest and the in-process "
+        "oracle reject it. The product's changes to a container it was sent are now written "
+        "back into the oracle's own object when the call returns",
+        {
+            "orders/total.py": Write(
+                FIX_TOTAL
+                + textwrap.dedent("""
+
+                    _order_total = order_total
+
+
+                    def order_total(items, discount_pct=0):
+                        if isinstance(items, list):
+                            items.sort(key=lambda item: item.sku)  # a stable order
+                        return _order_total(items, discount_pct)
+                """)
+            )
+        },
+        reject("regression", isolation="pass"),
+        "isolated-oracle",
+        parent=GUARDED_BASE,
         oracle="isolated",
     ),
     # -- the same tell, in-process ------------------------------------------------------------

@@ -1,6 +1,7 @@
 """The attack lab: one shared copy of the orders example, one commit per case, scored once each.
 
-Every case becomes a commit on top of its parent (`base`, or `base-quarantine`) tagged
+Every case becomes a commit on top of its parent (`base`, `base-quarantine` or
+`base-guarded`) tagged
 `attack-<name>`, built with gitpython in a clone of the session's example repository. `score`
 runs the real `patchwarden score --json` (bubblewrap, the real scorer) on it once and caches
 the observation; `judge` compares it with the case's expectation; probes look at the host
@@ -27,6 +28,7 @@ import git
 from .cases import (
     BASE_CONTRACT,
     CONTRACT_FILE,
+    GUARDED_BASE,
     QUARANTINE_BASE,
     QUARANTINE_FILE,
     AttackCase,
@@ -36,6 +38,7 @@ from .cases import (
     FileSpec,
     Symlink,
     Write,
+    guarded_files,
 )
 
 CONTRACT = CONTRACT_FILE
@@ -246,6 +249,7 @@ class AttackLab:
             },
             "Name a quarantine list in the contract",
         )
+        self._commit("base", GUARDED_BASE, guarded_files(), "Guard: order_total keeps its list")
 
     def commit_case(self, case: AttackCase) -> str:
         return self._commit(case.parent, f"attack-{case.name}", case.files, case.story)
