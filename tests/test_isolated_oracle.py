@@ -958,6 +958,18 @@ FAITHFUL = textwrap.dedent(
         return list(xs)
 
 
+    def write(path, text):
+        with open(path, "w") as f:
+            f.write(text)
+
+
+    def temporary_path(text):
+        import tempfile
+        with tempfile.NamedTemporaryFile("w", delete=False, suffix=".txt") as f:
+            f.write(text)
+        return pathlib.Path(f.name)
+
+
     def parameters(alias):
         return [p.__name__ for p in alias.__parameters__]
     """
@@ -1051,6 +1063,15 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert isinstance(Thing(), lib.Closeable) and not isinstance(3, lib.Closeable)
 
 
+    def test_tmp_path(tmp_path):  # the oracle's /tmp is not the product's: in-process
+        lib.write(tmp_path / "out.txt", "hi")
+        assert (tmp_path / "out.txt").read_text() == "hi"
+
+
+    def test_product_temp_file():  # the product's temporary file is not the oracle's
+        assert lib.temporary_path("hi").read_text() == "hi"
+
+
     def test_type_hints():
         assert typing.get_type_hints(lib.Base) == {"size": int}
         assert typing.get_type_hints(lib.Point) == {"x": int, "y": int}
@@ -1107,7 +1128,14 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
     # object; a list, dict or set the product changes in place is changed here; a product
     # generic subscripted here (with its TypeVars or the test's) is a real typing alias.
     got = run_faithful(
-        faithful_tree(tmp_path), "paths", "identity", "mutation", "generics", "type_hints"
+        faithful_tree(tmp_path),
+        "paths",
+        "identity",
+        "mutation",
+        "generics",
+        "type_hints",
+        "tmp_path",
+        "product_temp_file",
     )
     assert got == {
         "paths": ("pass", "", "isolated"),
@@ -1115,6 +1143,19 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "mutation": ("pass", "", "isolated"),
         "generics": ("pass", "", "isolated"),
         "type_hints": ("pass", "", "isolated"),
+        # Each sandbox has a /tmp of its own: a path there names nothing in the other.
+        "tmp_path": (
+            "pass",
+            "",
+            "in-process: the property hands the product a path in its own temporary "
+            "directory /tmp (each process has its own)",
+        ),
+        "product_temp_file": (
+            "pass",
+            "",
+            "in-process: the product hands the property a path in its own temporary "
+            "directory /tmp (each process has its own)",
+        ),
     }
 
 

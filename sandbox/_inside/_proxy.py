@@ -33,9 +33,11 @@ import importlib.abc
 import importlib.machinery
 import json
 import os
+import pathlib
 import re
 import select
 import sys
+import tempfile
 import threading
 import time
 import types
@@ -111,7 +113,7 @@ class ProductError(ProductFailure):
     only, or an exception of the test machinery (an example failure, never a skip)."""
 
 
-PROXY_TYPES = ("'Handle'", "Handle object", "OracleObject", "'ProxyModule'")
+PROXY_TYPES = ("'Handle'", "Handle object", "not Handle", "OracleObject", "'ProxyModule'")
 """How the proxies' types show in a ``TypeError``'s text: C code of either side met a proxy
 where it needs the real object."""
 
@@ -185,6 +187,8 @@ class _Link:
         message: dict[str, Any] = {"op": op, "args": encode(args, _send, memo=memo)}
         if kwargs:
             message["kwargs"] = encode(kwargs, _send, memo=memo)
+        _own_files(memo.paths, "the property hands the product")
+        sent_paths = len(memo.paths)
         data = dumps(message)
         with self.lock:
             if self.dead is not None:
@@ -221,6 +225,7 @@ class _Link:
             try:
                 value = decode(reply["ok"], _receive, memo=memo) if "ok" in reply else None
                 _write_back(reply.get("back"), memo)
+                _own_files(memo.paths[sent_paths:], "the product hands the property")
             except WireError as exc:
                 raise _fail(
                     ProductUnreadable, f"unreadable value from the product: {exc}"
@@ -311,6 +316,36 @@ def _link() -> _Link:
     if link is None:
         raise _refuse("no product process in this run")
     return link  # type: ignore[no-any-return]
+
+
+def _temporary_roots() -> tuple[str, ...]:
+    """Where each sandbox has a file system of its own (a tmpfs each: /tmp, $HOME), unlike
+    the tree and the system, which both processes see at the same place."""
+    roots = {os.path.realpath(tempfile.gettempdir())}
+    home = os.environ.get("HOME", "")
+    here = os.getcwd()
+    if home.startswith("/") and home != "/" and not here.startswith(home.rstrip("/") + "/"):
+        roots.add(os.path.realpath(home))
+    return tuple(sorted(roots))
+
+
+_TEMPORARY = _temporary_roots()
+
+
+def _own_files(paths: list[Any], who: str) -> None:
+    """A path into one process's temporary file system names nothing (or another file) in
+    the other's: ``tmp_path`` handed to product code, a temporary file the product returns.
+    Refused (the property runs in-process, where there is one file system), never a
+    ``FileNotFoundError`` that in-process code would not have met."""
+    for path in paths:
+        if type(path) is pathlib.PureWindowsPath or not path.is_absolute():
+            continue
+        text = os.path.normpath(str(path))
+        for root in _TEMPORARY:
+            if text == root or text.startswith(root.rstrip("/") + "/"):
+                raise _refuse(
+                    f"{who} a path in its own temporary directory {root} (each process has its own)"
+                )
 
 
 def _write_back(back: Any, memo: Memo) -> None:

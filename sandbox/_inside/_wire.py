@@ -111,11 +111,12 @@ class Memo:
     encoder and the decoder meet them (a container of ``_MUTABLE`` before its elements,
     any other after them): the same object met again crosses as ``["r", n]``."""
 
-    __slots__ = ("numbers", "objects")
+    __slots__ = ("numbers", "objects", "paths")
 
     def __init__(self) -> None:
         self.objects: list[Any] = []
         self.numbers: dict[int, int] = {}
+        self.paths: list[pathlib.PurePath] = []  # the paths that crossed, for the caller's check
 
     def add(self, obj: Any) -> None:
         self.numbers[id(obj)] = len(self.objects)
@@ -221,6 +222,8 @@ def _by_value(
         parts = (value.start, value.stop, value.step)
         return ["sl", [encode(v, other, down, memo) for v in parts]]
     if kind in _PATHS.values():
+        if memo is not None:
+            memo.paths.append(value)
         return ["p", kind.__name__, str(value)]
     if kind is bytes:
         return ["b", base64.b64encode(value).decode("ascii")]
@@ -350,7 +353,10 @@ def _value(
         cls = _PATHS.get(data[1]) if type(data[1]) is str else None
         if cls is None or type(data[2]) is not str or len(data) != 3:
             raise WireError("bad 'p' value: not a path of the standard library")
-        return cls(data[2])
+        path = cls(data[2])
+        if memo is not None:
+            memo.paths.append(path)
+        return path
     if tag == "b":
         return _same(base64.b64decode(data[1], validate=True))
     if tag == "c":
