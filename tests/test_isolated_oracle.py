@@ -1063,6 +1063,13 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert isinstance(Thing(), lib.Closeable) and not isinstance(3, lib.Closeable)
 
 
+    def test_subclass_alias():  # a class of the test's on a product generic: in-process
+        class Mine(Base[int, int]):
+            pass
+
+        assert isinstance(Mine(), Base)
+
+
     def test_tmp_path(tmp_path):  # the oracle's /tmp is not the product's: in-process
         lib.write(tmp_path / "out.txt", "hi")
         assert (tmp_path / "out.txt").read_text() == "hi"
@@ -1136,6 +1143,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "type_hints",
         "tmp_path",
         "product_temp_file",
+        "subclass_alias",
     )
     assert got == {
         "paths": ("pass", "", "isolated"),
@@ -1143,6 +1151,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "mutation": ("pass", "", "isolated"),
         "generics": ("pass", "", "isolated"),
         "type_hints": ("pass", "", "isolated"),
+        "subclass_alias": ("pass", "", "in-process: the property subclasses a product class"),
         # Each sandbox has a /tmp of its own: a path there names nothing in the other.
         "tmp_path": (
             "pass",

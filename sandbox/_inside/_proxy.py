@@ -41,6 +41,7 @@ import tempfile
 import threading
 import time
 import types
+import typing
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -409,6 +410,16 @@ in-process and gets the real answer instead of a stand-in's."""
 _IMPORTING: set[str] = set()
 
 
+class ProductAlias(typing._GenericAlias, _root=True):  # type: ignore[name-defined,call-arg,misc]
+    """A product generic subscripted (``Base[int, str]``): the standard library's alias
+    around the product class's handle, except that a class statement of the oracle's on it
+    is refused as on the handle itself (its methods would be the oracle's code called by the
+    product), where the standard alias would hand ``type()`` a handle for a base."""
+
+    def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[Any, ...]:
+        raise _refuse("the property subclasses a product class")
+
+
 def _handle(number: int, typename: str, is_callable: bool, kind: str = "") -> Handle:
     found = _HANDLES.get(number)
     if found is None:
@@ -623,7 +634,7 @@ def _send(obj: Any) -> Any:
     a class, a module, code or a frame of the oracle's is refused."""
     if type(obj) is Handle:
         return ["h", object.__getattribute__(obj, "_pw_id")]
-    if type(obj) in REBUILT_TYPES:
+    if type(obj) in REBUILT_TYPES or type(obj) is ProductAlias:
         number = _REBUILT_HANDLES.get(id(obj))
         if number is not None and _REBUILT.get(number) is obj:
             return ["h", number]  # the product's own, again
@@ -818,7 +829,7 @@ def _receive(tagged: list[Any]) -> Any:
     if tag == "rb" and len(tagged) >= 3 and type(tagged[1]) is int:
         found = _REBUILT.get(tagged[1])
         if found is None:
-            found = rebuild(tagged[2], tagged[3:], _receive)
+            found = rebuild(tagged[2], tagged[3:], _receive, ProductAlias)
             _REBUILT[tagged[1]] = found
             _REBUILT_HANDLES[id(found)] = tagged[1]
         return found

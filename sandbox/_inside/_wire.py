@@ -432,15 +432,20 @@ def alias_parts(alias: Any, other: Callable[[object], Any]) -> list[Any]:
     ]
 
 
-def generic_alias(parts: Any, other: Callable[[list[Any]], Any]) -> Any:
-    """The alias ``alias_parts`` described, built here."""
+def generic_alias(
+    parts: Any,
+    other: Callable[[list[Any]], Any],
+    cls: Any = typing._GenericAlias,  # type: ignore[attr-defined]
+) -> Any:
+    """The alias ``alias_parts`` described, built here (as ``cls``: the standard library's,
+    or the oracle's subclass of it)."""
     if type(parts) is not list or len(parts) != 4 or type(parts[3]) is not bool:
         raise WireError("bad 'ga' value")
     origin, args = decode(parts[0], other), decode(parts[1], other)
     if type(args) is not tuple or not args or (parts[2] is not None and type(parts[2]) is not str):
         raise WireError("bad 'ga' value")
     try:
-        return typing._GenericAlias(origin, args, inst=parts[3], name=parts[2])  # type: ignore[attr-defined]
+        return cls(origin, args, inst=parts[3], name=parts[2])
     except (TypeError, ValueError) as exc:
         raise WireError(f"bad 'ga' value: {str(exc)[:80]}") from None
 
@@ -451,16 +456,22 @@ REBUILT_TYPES = (typing.TypeVar, typing._GenericAlias)  # type: ignore[attr-defi
 
 
 def rebuilt_parts(obj: Any, other: Callable[[object], Any]) -> list[Any]:
+    """``[kind, *parts]`` of a ``TypeVar`` or a generic alias (``rebuild`` builds it)."""
     if type(obj) is typing.TypeVar:
         return ["tv", *typevar_parts(obj, other)]
     return ["ga", *alias_parts(obj, other)]
 
 
-def rebuild(kind: Any, parts: Any, other: Callable[[list[Any]], Any]) -> Any:
+def rebuild(
+    kind: Any,
+    parts: Any,
+    other: Callable[[list[Any]], Any],
+    alias: Any = typing._GenericAlias,  # type: ignore[attr-defined]
+) -> Any:
     if kind == "tv":
         return typevar(parts, other)
     if kind == "ga":
-        return generic_alias(parts, other)
+        return generic_alias(parts, other, alias)
     raise WireError("bad rebuilt value")
 
 
