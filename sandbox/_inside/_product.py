@@ -190,9 +190,8 @@ comparisons and reads of its non-dunder attributes (the oracle says which, by it
 ORACLE_CLASSES: dict[type, frozenset[str]] = {}
 """The proxy classes, one per set of operations (``type(obj) in ORACLE_CLASSES``)."""
 ORACLE_PROXIES: dict[int, Any] = {}  # the oracle's handle -> its proxy: one object, one proxy
-ORACLE_REBUILT_IDS: dict[
-    int, int
-] = {}  # id(a TypeVar or alias built for the oracle's) -> its handle
+ORACLE_REBUILT_IDS: dict[int, int] = {}
+"""id(a TypeVar or an alias built here for one of the oracle's) -> the oracle's handle."""
 
 
 class OracleAbort(BaseException):
