@@ -28,6 +28,7 @@ from patchwarden.sandbox import (
     PropertyTarget,
     SandboxConfig,
     collect_tests,
+    configuration_problems,
     file_at,
     layout_for,
     require_sandbox,
@@ -76,6 +77,8 @@ class ContractCheck:
     """The reference fix's sha (``contract check --reference``), its contract paths restored
     from the base as ``score`` restores them."""
     reference_runs: dict[int, PropertyRun] = field(default_factory=dict)
+    configuration: list[str] = field(default_factory=list)
+    """Why the project's pytest configuration cannot be honoured (empty: it can)."""
 
     def passing(self, prop: str, runs: Mapping[int, PropertyRun] | None = None) -> bool:
         """``prop`` passes on every seed of ``runs`` (default: the base's)."""
@@ -248,6 +251,7 @@ def check_contract(
             contract_file, fixtures=manifest_fixtures(tree, contract)
         )
         layout = layout_for(tree, sandbox_config, start=contract.tests_dir())
+        unhonoured = configuration_problems(tree, sandbox_config, layout)
         ids, errors = _check_ids(
             tree, contract, text, contract_where, sandbox_config, contract_paths, layout, config
         )
@@ -281,6 +285,7 @@ def check_contract(
         runs={seed: runs[seed] for seed in contract.seeds if seed in runs},
         reference=reference_sha,
         reference_runs={s: reference_runs[s] for s in contract.seeds if s in reference_runs},
+        configuration=unhonoured,
     )
 
 

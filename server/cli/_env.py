@@ -6,8 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from packaging.utils import canonicalize_name
 
-from patchwarden.sandbox import build_env, detect_layout, read_declarations, repo_root
+from patchwarden.sandbox import (
+    build_env,
+    detect_layout,
+    dropped_distribution,
+    pytest_entry_points,
+    read_declarations,
+    repo_root,
+)
 from patchwarden.scorer import envs_dir
 
 from ._base import OneLineGroup, config_of, config_option, printable, repo_option
@@ -28,7 +36,8 @@ def env_group() -> None:
     "-r",
     "requirement_files",
     multiple=True,
-    help="A requirements file in the repository; repeat it.",
+    help="A requirements file, relative to the repository or absolute (a file outside it, "
+    "such as the test requirements a tox.ini lists); repeat it.",
 )
 @click.option(
     "--python",
@@ -68,5 +77,15 @@ def build_cmd(
         click.echo(f"left out: {printable(line)}")
     for distribution in built.removed:
         click.echo(f"removed: {distribution} (a dependency pulled in the project itself)")
+    plugins = pytest_entry_points(str(built.python))
+    loaded = [f"{name} ({dist})" for name, _, dist in plugins if dropped_distribution(dist) is None]
+    left = [
+        f"{name} ({dist}: {dropped_distribution(dist)})"
+        for name, _, dist in plugins
+        if dropped_distribution(dist) is not None and canonicalize_name(dist) != "hypothesis"
+    ]
+    click.echo(f"pytest plugins: {printable(', '.join(loaded) or 'none')}")
+    for line in left:
+        click.echo(f"pytest plugin left out of runs: {printable(line)}")
     click.echo("add to the operator configuration (--config):")
     click.echo(f"sandbox:\n  python: {built.python}")

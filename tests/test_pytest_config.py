@@ -1,0 +1,322 @@
+"""The project's own pytest configuration, read from the parent, in every run of the runner
+(docs/design/runner.md, "The project's pytest configuration").
+
+The unit tests read configurations and split ``addopts``; the real-process tests run a small
+project whose env (built by ``env build``'s own code, cached like the adoption tests' envs)
+holds pytest-mock, pytest-asyncio, pytest-xdist and pytest-cov, under bubblewrap, in both
+oracle modes, through the scorer's runs, the agent's runs and a whole ``score``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from patchwarden.sandbox import (
+    Declarations,
+    PropertyTarget,
+    SandboxConfig,
+    build_env,
+    configuration_problems,
+    detect_layout,
+    prepare_writable_tree,
+    run_agent_tests,
+    run_properties,
+)
+from patchwarden.sandbox._pytest_config import plugin_args, split_addopts
+from patchwarden.scorer import ScorerConfig, ScoreRequest, score
+from tests._git_repos import commit, init_repo, write_files
+
+PLUGINS = (
+    "pytest-mock==3.17.0",
+    "pytest-asyncio==1.5.0",
+    "pytest-xdist==3.8.0",
+    "pytest-cov==7.1.0",
+)
+"""What the project declares for its tests (pinned: the outcomes below are these versions')."""
+
+ENV_CACHE_VAR = "PATCHWARDEN_ENV_CACHE"
+DEFAULT_ENV_CACHE = Path("~/.cache/patchwarden/plugin-envs")
+"""Where the plugin env is kept between runs on one machine (a build costs half a minute)."""
+
+PYPROJECT = """\
+[project]
+name = "shop"
+version = "0"
+
+[tool.pytest.ini_options]
+addopts = "-n auto --cov=shop --cov-report=term-missing --strict-markers"
+filterwarnings = ["error"]
+markers = ["money: a property about money"]
+asyncio_mode = "auto"
+asyncio_default_fixture_loop_scope = "function"
+"""
+
+SHOP = """\
+import warnings
+
+
+def total(prices):
+    return sum(prices[1:])
+
+
+def with_fee(fetch_fee, amount):
+    return amount + fetch_fee()
+"""
+FIXED = SHOP.replace("sum(prices[1:])", "sum(prices)")
+FIXED_WARNING = FIXED.replace(
+    "    return sum(prices)",
+    '    warnings.warn("total() will take a currency", DeprecationWarning)\n    return sum(prices)',
+)
+
+PROPERTIES = """\
+import asyncio
+
+import pytest
+from hypothesis import given, strategies as st
+
+import shop
+
+
+@pytest.mark.money
+@given(st.lists(st.integers(0, 1000), max_size=5))
+def test_total(prices):
+    assert shop.total(prices) == sum(prices)
+
+
+def test_fee_from_a_mock(mocker):
+    fetch = mocker.Mock(return_value=5)
+    assert shop.with_fee(fetch, 10) == 15
+    fetch.assert_called_once_with()
+
+
+async def test_fee_in_a_coroutine():
+    await asyncio.sleep(0)
+    assert shop.with_fee(lambda: 1, 2) == 3
+"""
+TARGETS = [
+    PropertyTarget("prop.total", "tests/properties/test_shop.py::test_total"),
+    PropertyTarget("prop.mocker", "tests/properties/test_shop.py::test_fee_from_a_mock"),
+    PropertyTarget("prop.async", "tests/properties/test_shop.py::test_fee_in_a_coroutine"),
+]
+CONTRACT = """\
+seeds: [3]
+spec_paths: [tests/properties]
+properties:
+  - id: prop.total
+    test: tests/properties/test_shop.py::test_total
+  - id: prop.mocker
+    test: tests/properties/test_shop.py::test_fee_from_a_mock
+  - id: prop.async
+    test: tests/properties/test_shop.py::test_fee_in_a_coroutine
+"""
+LEFT_OUT = [
+    "-n auto (pytest-xdist: only spreads the tests over processes)",
+    "--cov=shop (pytest-cov: only measures coverage)",
+    "--cov-report=term-missing (pytest-cov: only measures coverage)",
+    "plugin pytest_cov from pytest-cov (pytest-cov: only measures coverage)",
+    "plugin xdist from pytest-xdist (pytest-xdist: only spreads the tests over processes)",
+    "plugin xdist.looponfail from pytest-xdist (pytest-xdist: only spreads the tests over "
+    "processes)",
+]
+
+
+# --- reading the configuration ---------------------------------------------------------------
+
+
+def test_addopts_keep_what_decides_outcomes_and_name_what_is_dropped() -> None:
+    split = split_addopts(
+        [
+            "-n", "auto", "--dist=loadscope", "--cov", "src", "--cov-report", "xml", "-ra",
+            "-vv", "--strict-markers", "-W", "error::UserWarning", "-p", "no:randomly",
+            "--hypothesis-profile=ci", "-k", "not slow", "tests", "--frobnicate",
+        ]
+    )  # fmt: skip
+    assert split.kept == (
+        "--strict-markers", "-W", "error::UserWarning", "-p", "no:randomly",
+        "--hypothesis-profile=ci", "--frobnicate",
+    )  # fmt: skip
+    assert split.selection == ("-k", "not slow", "tests")
+    assert split.dropped == (
+        "-n auto (pytest-xdist: only spreads the tests over processes)",
+        "--dist=loadscope (pytest-xdist: only spreads the tests over processes)",
+        "--cov src (pytest-cov: only measures coverage)",
+        "--cov-report xml (pytest-cov: only measures coverage)",
+        "-ra (output or scheduling: pytest's own (the runner sets its own))",
+        "-vv (output or scheduling: pytest's own (the runner sets its own))",
+    )
+    assert split.disabled == ("randomly",) and split.profile == "ci"
+
+
+def test_the_config_file_pytest_would_use_is_read_with_the_layout(tmp_path: Path) -> None:
+    write_files(
+        tmp_path,
+        {
+            "setup.cfg": "[tool:pytest]\nxfail_strict = true\nlog_cli = true\n"
+            "required_plugins = pytest-mock pytest-xdist>=3\n"
+            "filterwarnings =\n    error\n    ignore::ImportWarning\n",
+            "tests/test_x.py": "",
+        },
+    )
+    config = detect_layout(tmp_path, start="tests").pytest
+    assert config.source == "setup.cfg" and config.directory == "."
+    assert dict(config.ini) == {
+        "xfail_strict": "true",
+        "required_plugins": ("pytest-mock",),
+        "filterwarnings": "\nerror\nignore::ImportWarning",
+    }
+    assert config.dropped == (
+        "ini log_cli (output or scheduling: pytest's own (the runner sets its own))",
+        "required plugin pytest-xdist>=3 (pytest-xdist: only spreads the tests over processes)",
+    )
+    write_files(tmp_path, {"pytest.ini": "[pytest\nbroken"})
+    broken = detect_layout(tmp_path, start="tests").pytest
+    assert broken.problems[0].startswith("pytest.ini: not a readable ini file (")
+    assert broken.problems[0].endswith("): pytest stops on it")
+
+
+def test_the_envs_plugins_are_loaded_but_those_that_only_schedule_or_report() -> None:
+    entry_points = [
+        ("pytest_mock", "pytest_mock", "pytest-mock"),
+        ("asyncio", "pytest_asyncio.plugin", "pytest_asyncio"),
+        ("xdist.plugin", "xdist.plugin", "pytest-xdist"),
+        ("hypothesispytest", "_hypothesis_pytestplugin", "hypothesis"),
+        ("randomly", "pytest_randomly", "pytest-randomly"),
+        ("anyio", "anyio.pytest_plugin:x", "anyio"),
+    ]
+    config = detect_layout(Path("/nonexistent")).pytest
+    names, modules, dropped = plugin_args(entry_points, config)
+    assert names == ["pytest_mock", "asyncio", "anyio"]
+    assert modules == ["pytest_mock", "pytest_asyncio.plugin", "anyio.pytest_plugin"]
+    assert dropped == [
+        "plugin xdist.plugin from pytest-xdist (pytest-xdist: only spreads the tests over "
+        "processes)",
+        "plugin randomly from pytest-randomly (pytest-randomly: reorders tests and reseeds "
+        "random; the contract's seed decides)",
+    ]
+
+
+# --- real runs ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def plugin_python() -> str:
+    cache = Path(os.environ.get(ENV_CACHE_VAR) or DEFAULT_ENV_CACHE).expanduser()
+    built = build_env(cache / "envs", Declarations(requirements=PLUGINS, sources=()))
+    return str(built.python)
+
+
+def _project(root: Path, shop: str = SHOP) -> Path:
+    write_files(root, _files(shop))
+    return root
+
+
+def _outcomes(python: str, tree: Path, oracle: str) -> tuple[dict[str, str], list[str]]:
+    run = run_properties(tree, TARGETS, 3, SandboxConfig(python=python, oracle=oracle))
+    assert run.complete and not run.forged and not run.shadowed, (run.forged, run.shadowed)
+    return {r.prop: f"{r.status} {r.witness}" for r in run.records}, run.configuration
+
+
+@pytest.mark.bwrap
+@pytest.mark.parametrize("oracle", ["isolated", "in-process"])
+def test_the_scorer_runs_the_projects_configuration(
+    plugin_python: str, tmp_path: Path, oracle: str
+) -> None:
+    """pytest-mock's ``mocker`` and pytest-asyncio's ``asyncio_mode = auto`` work, the
+    product's DeprecationWarning fails under ``filterwarnings = error``, and the run
+    works with ``-n auto --cov`` in addopts, naming both dropped."""
+    fixed, left_out = _outcomes(plugin_python, _project(tmp_path / "fixed", FIXED), oracle)
+    assert fixed == {"prop.total": "pass ", "prop.mocker": "pass ", "prop.async": "pass "}
+    assert left_out == LEFT_OUT
+    warned, _ = _outcomes(plugin_python, _project(tmp_path / "warned", FIXED_WARNING), oracle)
+    assert warned == {
+        "prop.total": "fail prop.total|DeprecationWarning|tests/properties/test_shop.py:12",
+        "prop.mocker": "pass ",
+        "prop.async": "pass ",
+    }
+
+
+@pytest.mark.bwrap
+def test_run_tests_runs_the_same_configuration(plugin_python: str, tmp_path: Path) -> None:
+    """The agent's runs get the same ini keys, plugins and dropped options: the same
+    outcomes (no exit 4 on ``-n auto``), the same list of what was left out."""
+    config = SandboxConfig(python=plugin_python)
+    tree = _project(tmp_path / "tree", FIXED_WARNING)
+    prepare_writable_tree(tree, config)
+    run = run_agent_tests(tree, ["-p", "no:cacheprovider", "-v"], 3, config)
+    assert run.complete, run.process.stdout[-2000:]
+    assert {o.node_id: o.outcome for o in run.outcomes} == {
+        "tests/properties/test_shop.py::test_total": "failed",
+        "tests/properties/test_shop.py::test_fee_from_a_mock": "passed",
+        "tests/properties/test_shop.py::test_fee_in_a_coroutine": "passed",
+    }
+    assert "DeprecationWarning: total() will take a currency" in run.outcomes[0].summary
+    assert run.configuration == LEFT_OUT
+    assert run.problems == []
+
+
+@pytest.mark.bwrap
+def test_a_configuration_that_cannot_be_honoured_says_so(tmp_path: Path) -> None:
+    """patchwarden's own interpreter has no pytest-mock: a required plugin and a conftest's
+    pytest_plugins naming a module nobody has are each named."""
+    tree = _project(tmp_path / "tree")
+    write_files(
+        tree,
+        {
+            "pyproject.toml": PYPROJECT + 'required_plugins = ["pytest-mock"]\n',
+            "tests/conftest.py": 'pytest_plugins = ["shop_fixtures_nowhere"]\n',
+        },
+    )
+    config = SandboxConfig()
+    problems = configuration_problems(tree, config, detect_layout(tree))
+    assert problems == [
+        "pyproject.toml: required plugin pytest-mock is not in the env (add it to the "
+        "declarations and run `patchwarden env build`)",
+        "tests/conftest.py: pytest_plugins names shop_fixtures_nowhere, which the env lacks",
+    ]
+    prepare_writable_tree(tree, config)
+    run = run_agent_tests(tree, ["-p", "no:cacheprovider"], 3, config)
+    assert run.problems[0] == (
+        "the project's pytest configuration cannot be honoured: pyproject.toml: required "
+        "plugin pytest-mock is not in the env (add it to the declarations and run "
+        "`patchwarden env build`) (and 1 more)"
+    )
+
+
+@pytest.mark.bwrap
+@pytest.mark.parametrize("oracle", ["isolated", "in-process"])
+def test_a_fix_that_adds_a_warning_the_project_makes_an_error_is_rejected(
+    plugin_python: str, tmp_path: Path, oracle: str
+) -> None:
+    """Scored with the parent's configuration: the fix clears prop.total under plain
+    warnings, but the project's filterwarnings = error fails it (accepted before)."""
+    root = tmp_path / "repo"
+    repo = init_repo(root)
+    commit(repo, {**_files(SHOP), "contract.yaml": CONTRACT}, "base")
+    repo.create_tag("base")
+    commit(repo, {"shop.py": FIXED_WARNING}, "fix that warns")
+    repo.create_tag("warns")
+    config = ScorerConfig(state_dir=str(tmp_path / "state"), log_dir=str(tmp_path / "logs"))
+    sandbox = SandboxConfig(python=plugin_python, oracle=oracle)
+    verdict = score(ScoreRequest(root, "contract.yaml", "base", "warns"), config, sandbox)
+    assert (verdict.decision, verdict.gate.decision) == ("reject", "reject")
+    assert [(r.prop, r.decision, r.reason) for r in verdict.gate.results] == [
+        ("prop.total", "reject", "witness_mismatch"),  # AssertionError on the base
+        ("prop.mocker", "accept", "both_pass"),
+        ("prop.async", "accept", "both_pass"),
+    ]
+    if oracle == "isolated":
+        commit(repo, {"shop.py": FIXED}, "honest fix")
+        repo.create_tag("honest")
+        honest = score(ScoreRequest(root, "contract.yaml", "base", "honest"), config, sandbox)
+        assert honest.gate.decision == "accept"
+
+
+def _files(shop: str) -> dict[str, str]:
+    return {
+        "pyproject.toml": PYPROJECT,
+        "shop.py": shop,
+        "tests/properties/test_shop.py": PROPERTIES,
+    }
