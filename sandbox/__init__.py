@@ -49,7 +49,7 @@ from ._layout import (
     detect_layout,
     pytest_config_at,
 )
-from ._pytest_config import PytestConfig, dropped_distribution
+from ._pytest_config import PytestConfig, plugin_args
 from ._pytest_runner import (
     AgentRun,
     PropertyRecord,
@@ -109,7 +109,6 @@ __all__ = [
     "describe_validation_error",
     "detect_layout",
     "diff_changes",
-    "dropped_distribution",
     "drops_privileges",
     "empty_clone",
     "fetch_commits",
@@ -126,6 +125,7 @@ __all__ = [
     "open_worktree",
     "parent_of",
     "parse_sandbox_config",
+    "plugin_args",
     "prepare_writable_tree",
     "pytest_config_at",
     "pytest_entry_points",

@@ -9,6 +9,7 @@ oracle modes, through the scorer's runs, the agent's runs and a whole ``score``.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from patchwarden.sandbox import (
 )
 from patchwarden.sandbox._pytest_config import plugin_args, split_addopts
 from patchwarden.scorer import ScorerConfig, ScoreRequest, score
-from tests._git_repos import commit, init_repo, write_files
+from tests._git_repos import commit, init_repo, patchwarden, write_files
 
 PLUGINS = (
     "pytest-mock==3.17.0",
@@ -201,11 +202,43 @@ def test_the_envs_plugins_are_loaded_but_those_that_only_schedule_or_report() ->
 # --- real runs ---------------------------------------------------------------------------------
 
 
+def _env_cache() -> Path:
+    return Path(os.environ.get(ENV_CACHE_VAR) or DEFAULT_ENV_CACHE).expanduser()
+
+
 @pytest.fixture(scope="module")
 def plugin_python() -> str:
-    cache = Path(os.environ.get(ENV_CACHE_VAR) or DEFAULT_ENV_CACHE).expanduser()
-    built = build_env(cache / "envs", Declarations(requirements=PLUGINS, sources=()))
+    built = build_env(_env_cache() / "envs", Declarations(requirements=PLUGINS, sources=()))
     return str(built.python)
+
+
+def test_env_build_says_which_plugins_the_runs_load(plugin_python: str, tmp_path: Path) -> None:
+    """The same declarations, the same env (reused by key); ``env build`` names the plugins
+    and what the runs leave out, with the project's ``-p no:`` applied."""
+    root = tmp_path / "repo"
+    repo = init_repo(root)
+    dependencies = ", ".join(f'"{p}"' for p in PLUGINS)
+    pyproject = PYPROJECT.replace(
+        'version = "0"', f'version = "0"\ndependencies = [{dependencies}]'
+    )
+    commit(repo, {"pyproject.toml": pyproject.replace("--strict-markers", "-p no:asyncio")}, "b")
+    config = tmp_path / "config.yaml"
+    config.write_text(f"scorer:\n  state_dir: {json.dumps(str(_env_cache()))}\n")
+    proc = patchwarden("env", "build", "--repo", str(root), "--config", str(config))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == f"env: {Path(plugin_python).parent.parent} (up to date)"
+    assert lines[3:8] == [
+        "pytest plugins the runs load: pytest_mock",
+        "left out of the runs: plugin asyncio from pytest-asyncio (the project disables it "
+        "(-p no:asyncio))",
+        "left out of the runs: plugin pytest_cov from pytest-cov (pytest-cov: only measures "
+        "coverage)",
+        "left out of the runs: plugin xdist from pytest-xdist (pytest-xdist: only spreads the "
+        "tests over processes)",
+        "left out of the runs: plugin xdist.looponfail from pytest-xdist (pytest-xdist: only "
+        "spreads the tests over processes)",
+    ]
 
 
 def _project(root: Path, shop: str = SHOP) -> Path:
@@ -214,7 +247,13 @@ def _project(root: Path, shop: str = SHOP) -> Path:
 
 
 def _outcomes(python: str, tree: Path, oracle: str) -> tuple[dict[str, str], list[str]]:
-    run = run_properties(tree, TARGETS, 3, SandboxConfig(python=python, oracle=oracle))
+    # The layout (and the configuration) of the tree as it is now, the parent's; then the
+    # patch adds a module named as a plugin's: the env's plugin is the one loaded.
+    layout = detect_layout(tree)
+    write_files(tree, {"pytest_mock.py": "raise ImportError('the tree cannot shadow a plugin')\n"})
+    run = run_properties(
+        tree, TARGETS, 3, SandboxConfig(python=python, oracle=oracle), layout=layout
+    )
     assert run.complete and not run.forged and not run.shadowed, (run.forged, run.shadowed)
     return {r.prop: f"{r.status} {r.witness}" for r in run.records}, run.configuration
 

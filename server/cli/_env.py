@@ -6,12 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from packaging.utils import canonicalize_name
-
 from patchwarden.sandbox import (
     build_env,
     detect_layout,
-    dropped_distribution,
+    plugin_args,
     pytest_entry_points,
     read_declarations,
     repo_root,
@@ -62,12 +60,13 @@ def build_cmd(
     declarations = read_declarations(
         root, extras=extras, groups=groups, requirement_files=requirement_files
     )
+    layout = detect_layout(root)
     with progress("env build", total=3) as bar:
         built = build_env(
             envs_dir(config.scorer),
             declarations,
             python=python,
-            project_packages=detect_layout(root).packages,
+            project_packages=layout.packages,
             on_step=bar.report,
         )
     click.echo(f"env: {built.path} ({'up to date' if built.reused else 'built'})")
@@ -77,15 +76,9 @@ def build_cmd(
         click.echo(f"left out: {printable(line)}")
     for distribution in built.removed:
         click.echo(f"removed: {distribution} (a dependency pulled in the project itself)")
-    plugins = pytest_entry_points(str(built.python))
-    loaded = [f"{name} ({dist})" for name, _, dist in plugins if dropped_distribution(dist) is None]
-    left = [
-        f"{name} ({dist}: {dropped_distribution(dist)})"
-        for name, _, dist in plugins
-        if dropped_distribution(dist) is not None and canonicalize_name(dist) != "hypothesis"
-    ]
-    click.echo(f"pytest plugins: {printable(', '.join(loaded) or 'none')}")
-    for line in left:
-        click.echo(f"pytest plugin left out of runs: {printable(line)}")
+    loaded, _, left_out = plugin_args(pytest_entry_points(str(built.python)), layout.pytest)
+    click.echo(f"pytest plugins the runs load: {printable(', '.join(loaded) or 'none')}")
+    for line in left_out:
+        click.echo(f"left out of the runs: {printable(line)}")
     click.echo("add to the operator configuration (--config):")
     click.echo(f"sandbox:\n  python: {built.python}")
