@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+
 from patchwarden.sandbox import (
     build_env,
     detect_layout,
