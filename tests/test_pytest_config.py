@@ -23,6 +23,7 @@ from patchwarden.sandbox import (
     configuration_problems,
     detect_layout,
     prepare_writable_tree,
+    pytest_config_at,
     run_agent_tests,
     run_properties,
 )
@@ -359,3 +360,70 @@ def _files(shop: str) -> dict[str, str]:
         "shop.py": shop,
         "tests/properties/test_shop.py": PROPERTIES,
     }
+
+
+def test_run_tests_reads_the_configuration_of_the_base_commit(tmp_path: Path) -> None:
+    """As the scorer reads the parent's: a worktree edit of the configuration changes nothing."""
+    root = tmp_path / "repo"
+    repo = init_repo(root)
+    base = commit(repo, {"tests/pytest.ini": "[pytest]\nxfail_strict = true\n"}, "base")
+    write_files(root, {"tests/pytest.ini": "[pytest]\nxfail_strict = false\naddopts = -p evil\n"})
+    config = pytest_config_at(root, base, start="tests")
+    assert (config.source, config.directory) == ("tests/pytest.ini", "tests")
+    assert (config.ini, config.addopts) == ((("xfail_strict", "true"),), ())
+
+
+PROFILE_CONFTEST = """\
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci", max_examples=7, deadline=50, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
+"""
+PROFILE_PROPERTY = """\
+from hypothesis import given, strategies as st
+
+
+@given(st.integers())
+def test_any(n):
+    assert isinstance(n, int)
+"""
+
+
+@pytest.mark.bwrap
+@pytest.mark.parametrize("oracle", ["isolated", "in-process"])
+def test_the_projects_hypothesis_profile_is_the_parent_of_the_runners(
+    tmp_path: Path, oracle: str
+) -> None:
+    """``--hypothesis-profile`` in addopts: its max_examples and health checks are taken,
+    its deadline is not (the runner forces none); run_tests runs it too (exit 4 before)."""
+    tree = tmp_path / "tree"
+    write_files(
+        tree,
+        {
+            "pyproject.toml": '[tool.pytest.ini_options]\naddopts = "--numprocesses=auto '
+            '--hypothesis-profile=ci"\n',
+            "tests/conftest.py": PROFILE_CONFTEST,
+            "tests/test_any.py": PROFILE_PROPERTY,
+        },
+    )
+    config = SandboxConfig(oracle=oracle)
+    target = PropertyTarget("prop.any", "tests/test_any.py::test_any")
+    run = run_properties(tree, [target], 3, config)
+    [record] = run.records
+    assert (record.status, record.settings) == (
+        "pass",
+        "max_examples=7;derandomize=False;database=None;deadline=None;phases=(Phase.explicit, "
+        "Phase.reuse, Phase.generate, Phase.target, Phase.shrink);suppress_health_check="
+        "(HealthCheck.too_slow,);stateful_step_count=50;report_multiple_bugs=True",
+    )
+    assert run.configuration[0] == (
+        "--numprocesses=auto (pytest-xdist: only spreads the tests over processes)"
+    )
+    if oracle == "isolated":
+        prepare_writable_tree(tree, config)
+        agent = run_agent_tests(tree, ["-p", "no:cacheprovider"], 3, config)
+        assert agent.process.exit_code == 0, agent.process.stdout[-2000:]
+        assert [(o.node_id, o.outcome) for o in agent.outcomes] == [
+            ("tests/test_any.py::test_any", "passed")
+        ]
