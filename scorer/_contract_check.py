@@ -28,6 +28,7 @@ from patchwarden.sandbox import (
     PropertyTarget,
     SandboxConfig,
     collect_tests,
+    configuration_line,
     configuration_problems,
     file_at,
     layout_for,
@@ -77,8 +78,6 @@ class ContractCheck:
     """The reference fix's sha (``contract check --reference``), its contract paths restored
     from the base as ``score`` restores them."""
     reference_runs: dict[int, PropertyRun] = field(default_factory=dict)
-    configuration: list[str] = field(default_factory=list)
-    """Why the project's pytest configuration cannot be honoured (empty: it can)."""
 
     def passing(self, prop: str, runs: Mapping[int, PropertyRun] | None = None) -> bool:
         """``prop`` passes on every seed of ``runs`` (default: the base's)."""
@@ -252,6 +251,11 @@ def check_contract(
         )
         layout = layout_for(tree, sandbox_config, start=contract.tests_dir())
         unhonoured = configuration_problems(tree, sandbox_config, layout)
+        if unhonoured:
+            # Every run would stop on it (pytest's usage error), on the base as on a patch.
+            raise ContractError(
+                configuration_line(unhonoured), where=layout.pytest.source or contract_where
+            )
         ids, errors = _check_ids(
             tree, contract, text, contract_where, sandbox_config, contract_paths, layout, config
         )
@@ -285,7 +289,6 @@ def check_contract(
         runs={seed: runs[seed] for seed in contract.seeds if seed in runs},
         reference=reference_sha,
         reference_runs={s: reference_runs[s] for s in contract.seeds if s in reference_runs},
-        configuration=unhonoured,
     )
 
 

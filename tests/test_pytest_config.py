@@ -427,3 +427,27 @@ def test_the_projects_hypothesis_profile_is_the_parent_of_the_runners(
         assert [(o.node_id, o.outcome) for o in agent.outcomes] == [
             ("tests/test_any.py::test_any", "passed")
         ]
+
+
+@pytest.mark.bwrap
+def test_contract_check_says_in_one_line_that_the_configuration_cannot_be_honoured(
+    tmp_path: Path,
+) -> None:
+    """patchwarden's own interpreter has no pytest-mock; the base requires it: one line, exit
+    2, before any run (every run would stop on pytest's usage error)."""
+    root = tmp_path / "repo"
+    repo = init_repo(root)
+    pyproject = PYPROJECT + 'required_plugins = ["pytest-mock>=3"]\n'
+    commit(repo, {**_files(SHOP), "pyproject.toml": pyproject, "contract.yaml": CONTRACT}, "b")
+    config = tmp_path / "config.yaml"
+    config.write_text(f"scorer:\n  state_dir: {json.dumps(str(tmp_path / 'state'))}\n")
+    proc = patchwarden(
+        "contract", "check", "--repo", str(root), "--base", "main", "--contract",
+        "contract.yaml", "--config", str(config),
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.splitlines() == [
+        "patchwarden: error: pyproject.toml: the project's pytest configuration cannot be "
+        "honoured: pyproject.toml: required plugin pytest-mock is not in the env (add it to "
+        "the declarations and run `patchwarden env build`)"
+    ]

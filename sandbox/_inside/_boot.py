@@ -185,12 +185,11 @@ for _name in STDLIB_PRELOAD:
 # The env's pytest plugins the run loads (by entry point, with -p): imported here, from the
 # interpreter, so a module of the same name in the tree cannot take their place. They are
 # test machinery, trusted as pytest is (docs/design/runner.md).
-PLUGIN_PROBLEMS = []
 for _name in PYTEST_WORLD["plugin_modules"]:
-    try:
+    # A plugin that does not import is pytest's to report: it loads it again, by entry
+    # point, and stops the session naming it (the run's output says why).
+    with contextlib.suppress(Exception):
         __import__(_name)
-    except Exception as exc:  # pytest names the plugin again when it loads it
-        PLUGIN_PROBLEMS.append(f"plugin module {_name}: {type(exc).__name__}: {exc}")
 PLUGIN_TOPS = frozenset(
     name.split(".", 1)[0] for name in PYTEST_WORLD["plugin_modules"] if name in sys.modules
 )

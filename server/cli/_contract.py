@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from patchwarden.sandbox import PropertyRun, configuration_line, repo_root, working_files
+from patchwarden.sandbox import PropertyRun, repo_root, working_files
 from patchwarden.scorer import (
     DEFAULT_CONTRACT_PATH,
     ContractCheck,
@@ -147,8 +147,6 @@ def _report(result: ContractCheck) -> str:
     click.echo(f"import roots: {', '.join(roots)}")
     for note in result.layout.notes:
         click.echo(f"note: {printable(note)}")
-    if result.configuration:
-        click.echo(f"FAIL {printable(configuration_line(result.configuration))}")
     left_out = next((r.configuration for r in result.runs.values()), [])
     if left_out:
         click.echo(f"pytest configuration left out: {printable('; '.join(left_out))}")
