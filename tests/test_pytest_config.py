@@ -347,6 +347,9 @@ def test_a_fix_that_adds_a_warning_the_project_makes_an_error_is_rejected(
         ("prop.mocker", "accept", "both_pass"),
         ("prop.async", "accept", "both_pass"),
     ]
+    # The bundle keeps what each run left out of the configuration.
+    evidence = json.loads((verdict.bundle / "runs" / "patch-seed3.json").read_text())
+    assert evidence["configuration"] == LEFT_OUT
     if oracle == "isolated":
         commit(repo, {"shop.py": FIXED}, "honest fix")
         repo.create_tag("honest")
