@@ -177,9 +177,11 @@ def configuration_problems(tree: Path, config: SandboxConfig, layout: ImportLayo
     in_env = find_project_copies(_interpreter(config), modules) if modules else {}
     for conftest, module in wanted:
         top = module.split(".", 1)[0]
+        # pytest puts a conftest's own directory on sys.path (prepend import mode): a module
+        # beside it counts as the tree's.
+        places = (*layout.roots, str(Path(conftest).parent))
         in_tree = any(
-            (tree / root / top).is_dir() or (tree / root / f"{top}.py").is_file()
-            for root in layout.roots
+            (tree / root / top).is_dir() or (tree / root / f"{top}.py").is_file() for root in places
         )
         if module not in in_env and not in_tree:
             problems.append(f"{conftest}: pytest_plugins names {module}, which the env lacks")
@@ -208,14 +210,15 @@ def _run_reporter(
     readonly_mounts: Sequence[tuple[Path, str]] = (),
     product: _ProductProcess | None = None,
 ) -> tuple[bytes, list[str], ProcessResult, list[str]]:
-    """Launch the reporter and return its channel's bytes, problems, process.
+    """Launch the reporter and return its channel's bytes, problems, process, and what of
+    the project's pytest configuration the run left out (``pytest_world``).
 
     The channel is a pipe, not a file: what was written cannot be truncated or
     rewritten later (say by an atexit handler in product code), only added to.
     With a secret, a second pipe carries it to the reporter and is closed here
     before the process starts (see _secret_pipe).
     """
-    world, left_out = pytest_world(config, layout, str(args[1]))
+    world, left_out = pytest_world(config, layout, str(args[list(args).index("--mode") + 1]))
     read_end, write_end = os.pipe()
     os.set_inheritable(write_end, True)
     secret_fd = _secret_pipe(secret) if secret is not None else None
