@@ -42,19 +42,28 @@ from ._git import (
     working_files,
 )
 from ._launch import launch, mounted_host_paths, prepare_writable_tree, tree_path_inside
-from ._layout import MACHINERY_NAMES, TEST_MACHINERY, ImportLayout, detect_layout
+from ._layout import (
+    MACHINERY_NAMES,
+    TEST_MACHINERY,
+    ImportLayout,
+    detect_layout,
+    pytest_config_at,
+)
+from ._pytest_config import PytestConfig, plugin_args
 from ._pytest_runner import (
     AgentRun,
     PropertyRecord,
     PropertyRun,
     PropertyTarget,
     TestOutcome,
+    configuration_line,
+    configuration_problems,
     layout_for,
     run_agent_tests,
     run_properties,
 )
 from ._python_runner import run_agent_python
-from ._runtime import python_runtime
+from ._runtime import pytest_entry_points, python_runtime
 from ._supervise import ProcessResult
 from ._trees import default_trees_dir, new_tree_parent, trees_dir
 
@@ -81,6 +90,7 @@ __all__ = [
     "PropertyRecord",
     "PropertyRun",
     "PropertyTarget",
+    "PytestConfig",
     "RunTimeout",
     "SandboxConfig",
     "SandboxError",
@@ -93,6 +103,8 @@ __all__ = [
     "check_interpreter",
     "check_sandbox",
     "collect_tests",
+    "configuration_line",
+    "configuration_problems",
     "default_trees_dir",
     "describe_validation_error",
     "detect_layout",
@@ -113,7 +125,10 @@ __all__ = [
     "open_worktree",
     "parent_of",
     "parse_sandbox_config",
+    "plugin_args",
     "prepare_writable_tree",
+    "pytest_config_at",
+    "pytest_entry_points",
     "python_runtime",
     "read_declarations",
     "repo_root",

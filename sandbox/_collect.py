@@ -1,9 +1,11 @@
 """Collect tests the way the scorer's runs will see them, without running any.
 
 ``collect_tests(tree, files, config, layout=...)`` starts one sandboxed ``pytest
---collect-only`` over ``files`` with the trusted runner's profile (its own ini, ``--rootdir``
-and ``--confcutdir`` at the tree, plugin autoload off, Hypothesis' plugin only) and the
-project's import layout, and returns every collected node id and every collection error.
+--collect-only`` over ``files`` with the trusted runner's profile (its own ini holding the
+project's ini keys as the runs keep them, ``--rootdir`` and ``--confcutdir`` at the tree,
+plugin autoload off, Hypothesis' plugin and the env's plugins the runs load, the addopts the
+scorer's runs keep: ``pytest_world``) and the project's import layout, and returns every
+collected node id and every collection error.
 ``contract check`` and ``serve`` use it to find a property whose test id does not exist
 before any verdict depends on it. The program comes on stdin and imports the test machinery
 before the tree is on sys.path, like the reporter (docs/design/runner.md); its result travels
@@ -25,6 +27,7 @@ from ._argv import LaunchSpec
 from ._config import Limits, SandboxConfig
 from ._launch import launch
 from ._layout import ImportLayout
+from ._pytest_runner import pytest_world
 from ._runtime import python_runtime
 from ._supervise import ProcessResult
 
@@ -33,14 +36,25 @@ ERROR_TEXT_CHARS = 2000
 """Enough of a collection error's text to show its last lines (the exception)."""
 CHANNEL_MAX_BYTES = 8 * 1024 * 1024
 
+IGNORED_WARNING = (
+    "ignore:Module already imported so cannot be rewritten:pytest.PytestAssertRewriteWarning"
+)
+"""The plugins are imported before the tree is on sys.path, as the reporter does (its
+``ALREADY_IMPORTED``, sandbox/_inside/_session.py)."""
+
 COLLECT_PROGRAM = f"""
 import json, os, sys
 argv = sys.argv[1:]
-fd, layout, files = int(argv[0]), json.loads(argv[1]), argv[2:]
+fd, layout, world, files = int(argv[0]), json.loads(argv[1]), json.loads(argv[2]), argv[3:]
 channel = os.fdopen(os.dup(fd), "w")
 os.close(fd)
 import _pytest.python, pluggy, pytest
 import _hypothesis_pytestplugin
+for name in world["plugin_modules"]:
+    try:
+        __import__(name)
+    except Exception:
+        pass  # pytest names the plugin again when it loads it
 TREE = os.getcwd()
 tree = os.path.realpath(TREE)
 paths = []
@@ -51,9 +65,11 @@ for root in [*layout["roots"], "."]:
         paths.append(path)
 sys.path[0:0] = paths
 tmp = os.environ.get("TMPDIR", "/tmp")
-ini = os.path.join(tmp, "pw-collect.ini")
+ini = os.path.join(tmp, "pw-collect.toml")
 with open(ini, "w") as handle:
-    handle.write("[pytest]\\naddopts =\\n")
+    handle.write("[tool.pytest.ini_options]\\naddopts = \\"\\"\\n")
+    for key, value in world["ini"].items():
+        handle.write(f"{{json.dumps(key)}} = {{json.dumps(value)}}\\n")
 
 
 class Collector:
@@ -71,8 +87,10 @@ class Collector:
 collector = Collector()
 code = pytest.main(
     ["-c", ini, "--rootdir", TREE, "--confcutdir", TREE, "-p", "no:cacheprovider",
-     "-p", "_hypothesis_pytestplugin", "--basetemp", os.path.join(tmp, "pw-basetemp"),
-     "--collect-only", "-q", "--no-header", *files],
+     "-p", "_hypothesis_pytestplugin", "-W", {IGNORED_WARNING!r},
+     *[arg for name in world["plugins"] for arg in ("-p", name)], *world["addopts"],
+     "--basetemp", os.path.join(tmp, "pw-basetemp"), "--collect-only", "-q", "--no-header",
+     *files],
     plugins=[collector],
 )
 channel.write(json.dumps({{{CHANNEL_KEY!r}: collector.items, "errors": collector.errors,
@@ -124,6 +142,7 @@ def collect_tests(
                 "-",
                 str(write_end),
                 json.dumps(layout.to_json()),
+                json.dumps(pytest_world(config, layout, "scorer")[0]),
                 *files,
             ],
             tree=tree,

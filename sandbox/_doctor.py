@@ -23,6 +23,7 @@ from ._config import SandboxConfig
 from ._env import FIND_COPIES, RUNNER_SUPPORTS
 from ._errors import PatchwardenError, SandboxError
 from ._launch import run_unchecked
+from ._pytest_runner import configuration_line, configuration_problems, layout_for, pytest_world
 from ._runtime import python_runtime
 from ._supervise import ProcessResult
 
@@ -256,16 +257,38 @@ _MACHINERY_PROBE = (
 
 
 def check_interpreter(
-    config: SandboxConfig, project_packages: Sequence[str] | None = None
+    config: SandboxConfig,
+    project_packages: Sequence[str] | None = None,
+    tree: Path | None = None,
 ) -> list[DoctorCheck]:
     """What the configured interpreter holds, seen inside the sandbox: pytest and Hypothesis at
-    versions the runner supports, and (given the project's packages) no copy of the project,
-    which would be measured instead of the tree if the tree were not first on sys.path."""
+    versions the runner supports, (given the project's packages) no copy of the project,
+    which would be measured instead of the tree if the tree were not first on sys.path, and
+    (given the project's tree) what its pytest configuration needs."""
     runtime = python_runtime(config)
     checks = [_check_machinery(config, runtime.executable)]
     if project_packages is not None:
         checks.append(_check_no_project_copy(config, runtime.executable, project_packages))
+    if tree is not None:
+        checks.append(_check_pytest_configuration(config, tree))
     return checks
+
+
+def _check_pytest_configuration(config: SandboxConfig, tree: Path) -> DoctorCheck:
+    """The project's pytest configuration can be honoured with this interpreter: its plugins
+    are in the env (docs/design/runner.md, "The project's pytest configuration")."""
+    layout = layout_for(tree, config)
+    problems = configuration_problems(tree, config, layout)
+    if problems:
+        fix = "add what is missing to the declarations and run `patchwarden env build`"
+        return DoctorCheck("pytest configuration", False, configuration_line(problems), fix)
+    world, left_out = pytest_world(config, layout, "scorer")
+    source = layout.pytest.source or "none (pytest's defaults)"
+    plugins = ", ".join(world["plugins"]) or "none"
+    detail = f"{source}; plugins loaded: {plugins}"
+    return DoctorCheck(
+        "pytest configuration", True, detail, "left out: " + "; ".join(left_out) if left_out else ""
+    )
 
 
 def _check_machinery(config: SandboxConfig, python: str) -> DoctorCheck:

@@ -257,16 +257,19 @@ def _cfg_lines(value: str) -> list[str]:
 
 
 def _requirements_file(found: _Found, tree: Path, rel: str, *, seen: set[Path]) -> None:
+    """A requirements file: relative to the repository, or anywhere (an absolute path, or
+    one leading out of it): projects keep their test requirements in tox.ini, so the
+    operator writes them to a file of their own. It is read by the operator's build, never
+    by a run, and its lines are part of the env's key like any declaration."""
     path = (tree / rel).resolve()
-    if not path.is_relative_to(tree.resolve()):
-        raise InputError("a requirements file must be inside the repository", where=rel)
     if path in seen:
         return
     seen.add(path)
     text = _text(path)
     if text is None:
         raise InputError("requirements file not found", where=str(path))
-    shown = path.relative_to(tree.resolve()).as_posix()
+    inside = path.is_relative_to(tree.resolve())
+    shown = path.relative_to(tree.resolve()).as_posix() if inside else str(path)
     found.sources.append(shown)
     for number, raw_line in enumerate(text.splitlines(), start=1):
         line = raw_line.split(" #", 1)[0].strip()

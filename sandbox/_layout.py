@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import configparser
 import sys
+import tempfile
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+from ._pytest_config import PytestConfig, read_pytest_config
 
 TEST_MACHINERY = ("pytest", "_pytest", "pluggy", "hypothesis")
 """The packages the trusted runner imports before the tree is importable. Its twin is
@@ -60,6 +63,10 @@ class ImportLayout:
     """Where each root other than "." was read, e.g. ``src (setuptools package-dir)``."""
     notes: tuple[str, ...] = field(default=(), compare=False)
     """What was skipped and why (an entry outside the tree, a file that does not parse)."""
+    pytest: PytestConfig = field(default_factory=PytestConfig)
+    """The project's pytest configuration, read from the same file as its ``pythonpath``
+    (sandbox/_pytest_config.py): read with the layout, from the parent, so both trees of a
+    score and the agent's runs are run with the same one."""
 
     def to_json(self) -> dict[str, list[str]]:
         """What the runner inside the sandbox needs."""
@@ -97,7 +104,7 @@ def detect_layout(
     """The import layout of ``tree``; ``start`` is the tree-relative directory of the tests
     (where pytest starts looking for its configuration)."""
     found = _Found(tree)
-    _from_pytest_config(found, start)
+    pytest_config = _from_pytest_config(found, start)
     pyproject = _read_toml(found, "pyproject.toml")
     setup_cfg = _read_ini(found, "setup.cfg")
     _from_setuptools(found, pyproject, setup_cfg)
@@ -124,28 +131,56 @@ def detect_layout(
         packages=tuple(found.packages),
         sources=tuple(f"{root} ({source})" for root, source in found.roots.items()),
         notes=tuple(found.notes),
+        pytest=pytest_config,
     )
 
 
 # --- pytest ----------------------------------------------------------------------------------
 
 
-def _from_pytest_config(found: _Found, start: str) -> None:
-    """pytest's ``pythonpath``, relative to the directory of the file pytest would use."""
+def pytest_config_at(repo: Path, sha: str, *, start: str = ".") -> PytestConfig:
+    """The pytest configuration of commit ``sha``, as ``detect_layout`` reads it from a
+    checkout: for the agent's runs, which read it from the base commit (as the scorer does
+    from the parent), not from the worktree the agent edits."""
+    from ._git import file_at  # the layout reads trees; only this reads a commit
+
+    with tempfile.TemporaryDirectory(prefix="patchwarden-pytest-config-") as scratch:
+        tree = Path(scratch)
+        for directory in _upwards(start):
+            for name in PYTEST_INI_FILES:
+                rel = name if directory == "." else f"{directory}/{name}"
+                data = file_at(repo, sha, rel)
+                if data is not None:
+                    (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+                    (tree / rel).write_bytes(data)
+        return _from_pytest_config(_Found(tree), start)
+
+
+def _from_pytest_config(found: _Found, start: str) -> PytestConfig:
+    """The file pytest would use: its ``pythonpath`` (relative to that file's directory) as
+    roots, and the rest of its configuration. A candidate that does not parse is a problem:
+    pytest itself would stop on it."""
+    unreadable: list[str] = []
     for directory in _upwards(start):
         for name in PYTEST_INI_FILES:
             rel = name if directory == "." else f"{directory}/{name}"
+            before = len(found.notes)
             settings = _pytest_settings(found, rel)
+            if len(found.notes) > before:
+                note = found.notes[-1].removesuffix("; ignored")
+                unreadable.append(f"{note}: pytest stops on it")
             if settings is None:
                 continue
+            config = read_pytest_config(rel, directory, settings, unreadable)
             raw = settings.get("pythonpath", [])
             entries = raw.split() if isinstance(raw, str) else raw
             if not isinstance(entries, list):
                 found.notes.append(f"{rel}: pytest pythonpath is not a list; ignored")
-                return
+                return config
             for entry in entries:
                 found.root(str(entry), f"pytest pythonpath in {rel}", base=directory)
-            return
+            return config
+    return read_pytest_config("", ".", None, unreadable)
 
 
 def _upwards(start: str) -> list[str]:

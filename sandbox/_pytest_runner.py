@@ -20,15 +20,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from packaging.utils import canonicalize_name
+
 from ._argv import LaunchSpec
 from ._channel import CANARY_DIR, RunSecret, canary_source, new_secret, verify_channel
 from ._config import Limits, SandboxConfig
+from ._env import find_project_copies
 from ._inside import ORACLE, program
 from ._launch import launch
 from ._layout import ImportLayout, detect_layout
 from ._product import ProductProcess as _ProductProcess
 from ._product import runner_env as _base_env
-from ._runtime import python_runtime
+from ._pytest_config import conftest_plugins, plugin_args, required_plugins
+from ._runtime import pytest_entry_points, python_runtime
 from ._supervise import ProcessResult
 from ._trees import run_copy
 
@@ -95,6 +99,10 @@ class PropertyRun:
     rejects what the patch's runs do and the parent's do not."""
     product: ProcessResult | None = None
     """The product process of an isolated run (None: every property ran in-process)."""
+    configuration: list[str] = field(default_factory=list)
+    """What of the project's pytest configuration (read from the parent) the run left out,
+    each with why: scheduling and output options, plugins that only schedule or report
+    (sandbox/_pytest_config.py)."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +129,9 @@ class AgentRun:
     problems: list[str] = field(default_factory=list)
     collection_errors: list[TestOutcome] = field(default_factory=list)
     """Test modules that failed to import (node id of the module, outcome ``error``)."""
+    configuration: list[str] = field(default_factory=list)
+    """What of the project's pytest configuration the run left out, as the scorer's runs
+    (``PropertyRun.configuration``)."""
 
 
 def _interpreter(config: SandboxConfig) -> str:
@@ -131,6 +142,56 @@ def _interpreter(config: SandboxConfig) -> str:
 def layout_for(tree: Path, config: SandboxConfig, *, start: str = ".") -> ImportLayout:
     """The tree's import layout, or the operator's roots (``sandbox.import_roots``)."""
     return detect_layout(tree, override=config.import_roots, start=start)
+
+
+def pytest_world(
+    config: SandboxConfig, layout: ImportLayout, mode: str
+) -> tuple[dict[str, Any], list[str]]:
+    """The project's pytest configuration as the runner applies it in ``mode`` (the ini keys
+    and options kept, the env's plugins to load), and what it leaves out, each with why.
+    The scorer's and the agent's runs differ only in the options that select tests."""
+    project = layout.pytest
+    names, modules, dropped_plugins = plugin_args(
+        pytest_entry_points(_interpreter(config)), project
+    )
+    world = {**project.to_json(mode), "plugins": names, "plugin_modules": modules}
+    return world, [*project.dropped, *dropped_plugins]
+
+
+def configuration_problems(tree: Path, config: SandboxConfig, layout: ImportLayout) -> list[str]:
+    """Why the project's pytest configuration (``layout.pytest``) cannot be honoured with the
+    configured interpreter: a file that does not parse, a required plugin the env lacks, a
+    conftest's ``pytest_plugins`` naming a module neither the env nor the tree has."""
+    project = layout.pytest
+    problems = list(project.problems)
+    entry_points = pytest_entry_points(_interpreter(config))
+    installed = {canonicalize_name(dist) for _, _, dist in entry_points}
+    for name in required_plugins(project):
+        if canonicalize_name(name) not in installed:
+            problems.append(
+                f"{project.source}: required plugin {name} is not in the env "
+                "(add it to the declarations and run `patchwarden env build`)"
+            )
+    wanted = conftest_plugins(tree)
+    modules = sorted({module for _, module in wanted})
+    in_env = find_project_copies(_interpreter(config), modules) if modules else {}
+    for conftest, module in wanted:
+        top = module.split(".", 1)[0]
+        # pytest puts a conftest's own directory on sys.path (prepend import mode): a module
+        # beside it counts as the tree's.
+        places = (*layout.roots, str(Path(conftest).parent))
+        in_tree = any(
+            (tree / root / top).is_dir() or (tree / root / f"{top}.py").is_file() for root in places
+        )
+        if module not in in_env and not in_tree:
+            problems.append(f"{conftest}: pytest_plugins names {module}, which the env lacks")
+    return problems
+
+
+def configuration_line(problems: Sequence[str]) -> str:
+    """The one line that says a project's pytest configuration cannot be honoured."""
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return f"the project's pytest configuration cannot be honoured: {problems[0]}{more}"
 
 
 def _run_reporter(
@@ -148,14 +209,16 @@ def _run_reporter(
     secret: RunSecret | None = None,
     readonly_mounts: Sequence[tuple[Path, str]] = (),
     product: _ProductProcess | None = None,
-) -> tuple[bytes, list[str], ProcessResult]:
-    """Launch the reporter and return its channel's bytes, problems, process.
+) -> tuple[bytes, list[str], ProcessResult, list[str]]:
+    """Launch the reporter and return its channel's bytes, problems, process, and what of
+    the project's pytest configuration the run left out (``pytest_world``).
 
     The channel is a pipe, not a file: what was written cannot be truncated or
     rewritten later (say by an atexit handler in product code), only added to.
     With a secret, a second pipe carries it to the reporter and is closed here
     before the process starts (see _secret_pipe).
     """
+    world, left_out = pytest_world(config, layout, str(args[list(args).index("--mode") + 1]))
     read_end, write_end = os.pipe()
     os.set_inheritable(write_end, True)
     secret_fd = _secret_pipe(secret) if secret is not None else None
@@ -200,6 +263,8 @@ def _run_reporter(
             str(seed),
             "--layout",
             json.dumps(layout.to_json()),
+            "--pytest",
+            json.dumps(world),
             *(["--secret-fd", str(secret_fd)] if secret_fd is not None else []),
             *args,
         ]
@@ -230,7 +295,7 @@ def _run_reporter(
     problems = []
     if overflow.is_set():
         problems.append(f"channel held more than {CHANNEL_MAX_BYTES} bytes; the rest was dropped")
-    return bytes(collected), problems, process
+    return bytes(collected), problems, process, left_out
 
 
 def _secret_pipe(secret: RunSecret) -> int:
@@ -434,6 +499,7 @@ def _merged(
         canaries=[c for r in runs for c in r.canaries],
         observed=[o for r in runs for o in r.observed],
         product=first.product if first is not None else None,
+        configuration=main_run.configuration,
     )
 
 
@@ -474,7 +540,7 @@ def _scorer_run(
         # run_tests gets its worktree (a read-only tree would tell product code that the
         # scorer is running; docs/design/isolated-oracle.md).
         run_tree = tree if product is not None else stack.enter_context(run_copy(tree, config))
-        raw, problems, process = _run_reporter(
+        raw, problems, process, left_out = _run_reporter(
             run_tree,
             [*options, "--"],
             seed,
@@ -534,6 +600,7 @@ def _scorer_run(
         canaries=canaries,
         observed=reading.observed,
         product=product.result if product is not None else None,
+        configuration=left_out,
     )
 
 
@@ -559,7 +626,9 @@ def run_agent_tests(
 ) -> AgentRun:
     """The agent's own test run: the project's configuration, a writable tree, the project's
     import layout read from the tree itself (None) or given."""
-    raw, problems, process = _run_reporter(
+    layout = layout if layout is not None else layout_for(tree, config)
+    unhonoured = configuration_problems(tree, config, layout)
+    raw, problems, process, left_out = _run_reporter(
         tree,
         ["--mode", "agent", "--targets", "[]", "--", *pytest_args],
         seed,
@@ -567,12 +636,14 @@ def run_agent_tests(
         contract_paths=contract_paths,
         tree_writable=True,
         limits=limits,
-        layout=layout if layout is not None else layout_for(tree, config),
+        layout=layout,
         cancel=cancel,
         on_output=on_output,
     )
     objects, line_problems = _plain_objects(raw)
     problems += line_problems
+    if unhonoured:
+        problems.insert(0, configuration_line(unhonoured))
     outcomes = [
         TestOutcome(
             node_id=str(o["test"]),
@@ -602,4 +673,5 @@ def run_agent_tests(
         process=process,
         problems=problems,
         collection_errors=collection_errors,
+        configuration=left_out,
     )

@@ -104,6 +104,33 @@ def _probe_runtime(interpreter: str) -> PythonRuntime:
     )
 
 
+_PLUGIN_PROBE = (
+    "import importlib.metadata as m, json; print(json.dumps(sorted({(e.name, e.value, "
+    "e.dist.name if e.dist is not None else '') for e in m.entry_points(group='pytest11')})))"
+)
+
+
+@functools.cache
+def pytest_entry_points(interpreter: str) -> tuple[tuple[str, str, str], ...]:
+    """The ``pytest11`` entry points installed in ``interpreter``'s environment, as
+    ``(name, module, distribution)``: the plugins the project's env provides (asked once per
+    interpreter, ``-I`` as the runtime probe)."""
+    try:
+        completed = subprocess.run(
+            [interpreter, "-I", "-c", _PLUGIN_PROBE],
+            capture_output=True,
+            text=True,
+            timeout=RUNTIME_PROBE_TIMEOUT_S,
+            check=True,
+        )
+        found = json.loads(completed.stdout)
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        raise ConfigError(
+            f"python: {interpreter} did not list its pytest plugins ({exc})", where="sandbox"
+        ) from None
+    return tuple((str(a), str(b), str(c)) for a, b, c in found)
+
+
 def python_identity(interpreter: str) -> dict[str, str]:
     """Which Python ``interpreter`` is (version, implementation, installation): what a venv
     built from it depends on."""

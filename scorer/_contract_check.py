@@ -28,6 +28,8 @@ from patchwarden.sandbox import (
     PropertyTarget,
     SandboxConfig,
     collect_tests,
+    configuration_line,
+    configuration_problems,
     file_at,
     layout_for,
     require_sandbox,
@@ -248,6 +250,12 @@ def check_contract(
             contract_file, fixtures=manifest_fixtures(tree, contract)
         )
         layout = layout_for(tree, sandbox_config, start=contract.tests_dir())
+        unhonoured = configuration_problems(tree, sandbox_config, layout)
+        if unhonoured:
+            # Every run would stop on it (pytest's usage error), on the base as on a patch.
+            raise ContractError(
+                configuration_line(unhonoured), where=layout.pytest.source or contract_where
+            )
         ids, errors = _check_ids(
             tree, contract, text, contract_where, sandbox_config, contract_paths, layout, config
         )

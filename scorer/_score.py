@@ -292,6 +292,7 @@ def _run_evidence(bundle: BundleWriter, outcomes: Mapping[tuple[str, int], RunOu
                 "forged": run.forged,
                 "observed": run.observed,
                 "canaries": run.canaries,
+                "configuration": run.configuration,
                 "isolation": {r.prop: r.isolation for r in run.records},
                 "product": None
                 if run.product is None

@@ -8,11 +8,14 @@ Hypothesis profile, seeds every source of randomness, and reports one record
 per scheduled property. stdout/stderr never decide a status.
 
 Arguments: ``--report-fd N --seed S --mode scorer|agent --targets JSON [--layout LAYOUT]
-[--secret-fd M] [--spec-root DIR] -- [pytest args]`` where JSON is ``[[prop_id, node_id],
-...]`` (agent mode: ``[]``), LAYOUT is ``{"roots": [...], "packages": [...]}``: the tree's
-import roots, in sys.path order, and the project's own import names (sandbox/_layout.py),
-and DIR, in scorer mode, the directory the node ids are relative to (default: the tree, the
-working directory; another one holds tests kept apart from the tree).
+[--pytest WORLD] [--secret-fd M] [--spec-root DIR] -- [pytest args]`` where JSON is
+``[[prop_id, node_id], ...]`` (agent mode: ``[]``); LAYOUT is ``{"roots": [...],
+"packages": [...]}``: the tree's import roots, in sys.path order, and the project's own
+import names (sandbox/_layout.py); DIR, in scorer mode, is the directory the node ids are
+relative to (default: the tree, the working directory; another one holds tests kept apart
+from the tree); WORLD is the project's pytest configuration as the run applies it
+(sandbox/_pytest_runner.py ``pytest_world``): ``{"ini": {...}, "addopts": [...],
+"profile": NAME|null, "rootdir": DIR, "plugins": [...], "plugin_modules": [...]}``.
 
 Scorer mode (docs/design/runner.md, "Unforgeable results"): before anything of the tree is
 importable,
@@ -74,6 +77,13 @@ TARGETS = json.loads(OPTS.get("targets", "[]"))
 TREE = os.getcwd()
 LAYOUT = json.loads(OPTS.get("layout", '{"roots": ["."], "packages": []}'))
 SPEC_ROOT = OPTS.get("spec-root", TREE)
+PYTEST_WORLD = json.loads(
+    OPTS.get(
+        "pytest",
+        '{"ini": {}, "addopts": [], "profile": null, "rootdir": ".", '
+        '"plugins": [], "plugin_modules": []}',
+    )
+)
 
 # The channel: move it to a fresh descriptor so the number in argv is stale.
 CHANNEL_FD = os.dup(int(OPTS["report-fd"]))
@@ -172,16 +182,35 @@ for _name in STDLIB_PRELOAD:
     with contextlib.suppress(ImportError):  # an interpreter built without it: nothing to shadow
         __import__(_name)
 
-MACHINERY_FILES = {name: sys.modules[name].__file__ for name in MACHINERY if name in sys.modules}
-
-settings.register_profile(
-    "patchwarden",
-    database=None,
-    deadline=None,
-    derandomize=False,
-    print_blob=False,
-    **SCORER_PROFILE,
+# The env's pytest plugins the run loads (by entry point, with -p): imported here, from the
+# interpreter, so a module of the same name in the tree cannot take their place. They are
+# test machinery, trusted as pytest is (docs/design/runner.md).
+for _name in PYTEST_WORLD["plugin_modules"]:
+    # A plugin that does not import is pytest's to report: it loads it again, by entry
+    # point, and stops the session naming it (the run's output says why).
+    with contextlib.suppress(Exception):
+        __import__(_name)
+PLUGIN_TOPS = frozenset(
+    name.split(".", 1)[0] for name in PYTEST_WORLD["plugin_modules"] if name in sys.modules
 )
+
+MACHINERY_FILES = {
+    name: sys.modules[name].__file__
+    for name in (*MACHINERY, *sorted(PLUGIN_TOPS))
+    if name in sys.modules
+}
+
+FORCED_PROFILE: dict[str, Any] = {
+    "database": None,
+    "deadline": None,
+    "derandomize": False,
+    "print_blob": False,
+}
+"""What the runner's profile forces whatever the project's profile says: no example database
+(a run must not depend on what an earlier one saved), no deadline (the sandbox's timing is
+not the code's; the run's own limits bound a slow test), the contract's seed (derandomize
+would ignore it), no reproduction blobs (output only)."""
+settings.register_profile("patchwarden", **FORCED_PROFILE, **SCORER_PROFILE)
 settings.load_profile("patchwarden")
 random.seed(SEED)
 

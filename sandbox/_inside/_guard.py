@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         MACHINERY,
         MACHINERY_FILES,
         MODE,
+        PLUGIN_TOPS,
         TARGETS,
         TREE,
         _report,
@@ -91,6 +92,7 @@ def _tampered(before):
             or name in STDLIB_BEFORE
             or top in MACHINERY
             or (top == "_hypothesis_pytestplugin")
+            or top in PLUGIN_TOPS
         ):
             changed.append(f"module {name} loaded from the tree")
     return changed

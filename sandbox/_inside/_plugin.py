@@ -17,7 +17,16 @@ import pytest
 if TYPE_CHECKING:
     from hypothesis import settings
 
-    from ._boot import AGENT_TEXT_CHARS, MODE, SEED, SENTINEL, TARGETS, TREE
+    from ._boot import (
+        AGENT_TEXT_CHARS,
+        FORCED_PROFILE,
+        MODE,
+        PYTEST_WORLD,
+        SEED,
+        SENTINEL,
+        TARGETS,
+        TREE,
+    )
     from ._failures import fit_report, summarise_failure
     from ._guard import (
         _MISSING,
@@ -88,6 +97,7 @@ class Reporter:
 
     @pytest.hookimpl(trylast=True)
     def pytest_configure(self, config):
+        _derive_profile(self)
         if MODE == "scorer":
             # pytest.mark keeps the Config for marker checks; from a module global product
             # code would reach every object of the session, this runner's included.
@@ -334,6 +344,33 @@ class Reporter:
         self._note_tampered("at the end")
         shadowed = _machinery_shadowed() + self.tampered
         return {"rows": rows, "end": {"exitstatus": int(exitstatus), "shadowed": shadowed}}
+
+
+def _derive_profile(reporter):
+    """The project's Hypothesis profile (``--hypothesis-profile`` in its addopts; Hypothesis'
+    plugin has loaded it by now, registered by its conftest) becomes the parent of the
+    runner's own: its settings are taken (max_examples, health checks, verbosity...) except
+    what the runner forces (FORCED_PROFILE; in scorer runs the explain phase, which traces).
+    The runner's profile is re-loaded before every test, so this is where the project's
+    settings come in."""
+    name = PYTEST_WORLD.get("profile")
+    if not name:
+        return
+    import hypothesis
+
+    real = hypothesis.settings
+    try:
+        parent = real.get_profile(name)
+    except Exception:
+        return  # Hypothesis' plugin has already stopped the session on an unknown profile
+    forced = dict(FORCED_PROFILE)
+    if MODE == "scorer":
+        forced["phases"] = tuple(p for p in parent.phases if p != hypothesis.Phase.explain)
+    real.register_profile("patchwarden", parent=parent, **forced)
+    real.load_profile("patchwarden")
+    if reporter.watched is not None:
+        # The runner's own re-registration, before collection: the profile it watches.
+        reporter.watched["hypothesis profile"] = real._profiles.get("patchwarden")
 
 
 def _report_text(report):

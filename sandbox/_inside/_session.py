@@ -6,6 +6,7 @@ Part of the program concatenated by sandbox/_inside (``program``).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import select
 import signal
@@ -15,7 +16,17 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from ._boot import MODE, PARK_TIMEOUT_S, PYTEST_ARGS, SEED, SPEC_ROOT, TARGETS, TREE, _report
+    from ._boot import (
+        MODE,
+        PARK_TIMEOUT_S,
+        PYTEST_ARGS,
+        PYTEST_WORLD,
+        SEED,
+        SPEC_ROOT,
+        TARGETS,
+        TREE,
+        _report,
+    )
     from ._guard import _watched
     from ._plugin import Reporter
     from ._start import _END_REQUEST, _PARK, CANARIES
@@ -38,22 +49,57 @@ def _test_path(node):
     return path if SPEC_ROOT == TREE else os.path.join(SPEC_ROOT, path)
 
 
+ALREADY_IMPORTED = "Module already imported so cannot be rewritten"
+"""pytest's warning about a module imported before its rewriting hook (its text's start)."""
+
+
+def _project_ini(path):
+    """The project's ini keys the run keeps (read from the parent on the host), as the
+    ``[tool.pytest.ini_options]`` of a TOML file of the run's own: a JSON string or list of
+    strings is a TOML one. ``addopts`` is empty: the options kept come as arguments."""
+    lines = ["[tool.pytest.ini_options]", 'addopts = ""']
+    for key, value in PYTEST_WORLD["ini"].items():
+        lines.append(f"{json.dumps(key)} = {json.dumps(value)}")
+    with open(path, "w") as handle:
+        handle.write("\n".join(lines) + "\n")
+
+
+def _world_args(ini):
+    """What every run gives pytest of the project's configuration, the scorer's and the
+    agent's alike: its ini keys, the env's plugins (autoload is off: each by entry-point
+    name), its addopts as kept."""
+    _project_ini(ini)
+    args = ["-c", ini, "-p", "no:cacheprovider", "-p", "_hypothesis_pytestplugin"]
+    # The plugins were imported before the tree was importable (so it cannot shadow them):
+    # pytest's assertion rewriting (agent runs) then says it cannot rewrite them, a warning
+    # that a project's filterwarnings = error would turn into a usage error of every run.
+    args += ["-W", f"ignore:{ALREADY_IMPORTED}:pytest.PytestAssertRewriteWarning"]
+    for name in PYTEST_WORLD["plugins"]:
+        args += ["-p", name]
+    return args
+
+
 def main():
     basetemp = os.path.join(os.environ.get("TMPDIR", "/tmp"), "pw-basetemp")
-    ini = os.path.join(os.environ.get("TMPDIR", "/tmp"), "pw-pytest.ini")
-    args = list(PYTEST_ARGS)
+    ini = os.path.join(os.environ.get("TMPDIR", "/tmp"), "pw-pytest.toml")
+    rootdir = os.path.normpath(os.path.join(TREE, PYTEST_WORLD["rootdir"]))
+    args = [
+        *_world_args(ini),
+        "--rootdir",
+        rootdir,
+        "--confcutdir",
+        rootdir,
+        *PYTEST_WORLD["addopts"],
+        *PYTEST_ARGS,
+    ]
     if MODE == "scorer":
-        with open(ini, "w") as handle:
-            handle.write("[pytest]\naddopts =\nxfail_strict = false\n")
         args = [
-            "-c",
-            ini,
+            *_world_args(ini),
             "--rootdir",
             SPEC_ROOT,
             "--confcutdir",
             SPEC_ROOT,
-            "-p",
-            "no:cacheprovider",
+            *PYTEST_WORLD["addopts"],
             # Both keep pytest's Config in a module global while a test runs (pytestPDB,
             # _pytest.assertion.util): from there product code could reach every object of
             # the session, the runner's included. Witnesses do not depend on them.
@@ -61,8 +107,6 @@ def main():
             "no:debugging",
             "-p",
             "no:assertion",
-            "-p",
-            "_hypothesis_pytestplugin",
             "--basetemp",
             basetemp,
             f"--hypothesis-seed={SEED}",

@@ -147,6 +147,9 @@ def _report(result: ContractCheck) -> str:
     click.echo(f"import roots: {', '.join(roots)}")
     for note in result.layout.notes:
         click.echo(f"note: {printable(note)}")
+    left_out = next((r.configuration for r in result.runs.values()), [])
+    if left_out:
+        click.echo(f"pytest configuration left out: {printable('; '.join(left_out))}")
     named = [c for c in result.ids if not is_guard(c.prop) or len(guards) <= SHOWN_GUARDS]
     click.echo(
         "test ids: "

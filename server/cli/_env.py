@@ -7,7 +7,14 @@ from pathlib import Path
 
 import click
 
-from patchwarden.sandbox import build_env, detect_layout, read_declarations, repo_root
+from patchwarden.sandbox import (
+    build_env,
+    detect_layout,
+    plugin_args,
+    pytest_entry_points,
+    read_declarations,
+    repo_root,
+)
 from patchwarden.scorer import envs_dir
 
 from ._base import OneLineGroup, config_of, config_option, printable, repo_option
@@ -28,7 +35,8 @@ def env_group() -> None:
     "-r",
     "requirement_files",
     multiple=True,
-    help="A requirements file in the repository; repeat it.",
+    help="A requirements file, relative to the repository or absolute (a file outside it, "
+    "such as the test requirements a tox.ini lists); repeat it.",
 )
 @click.option(
     "--python",
@@ -53,12 +61,13 @@ def build_cmd(
     declarations = read_declarations(
         root, extras=extras, groups=groups, requirement_files=requirement_files
     )
+    layout = detect_layout(root)
     with progress("env build", total=3) as bar:
         built = build_env(
             envs_dir(config.scorer),
             declarations,
             python=python,
-            project_packages=detect_layout(root).packages,
+            project_packages=layout.packages,
             on_step=bar.report,
         )
     click.echo(f"env: {built.path} ({'up to date' if built.reused else 'built'})")
@@ -68,5 +77,9 @@ def build_cmd(
         click.echo(f"left out: {printable(line)}")
     for distribution in built.removed:
         click.echo(f"removed: {distribution} (a dependency pulled in the project itself)")
+    loaded, _, left_out = plugin_args(pytest_entry_points(str(built.python)), layout.pytest)
+    click.echo(f"pytest plugins the runs load: {printable(', '.join(loaded) or 'none')}")
+    for line in left_out:
+        click.echo(f"left out of the runs: {printable(line)}")
     click.echo("add to the operator configuration (--config):")
     click.echo(f"sandbox:\n  python: {built.python}")

@@ -31,8 +31,9 @@ def doctor_cmd(config_path: Path | None, repo: Path | None) -> None:
     if all(c.ok for c in checks):
         if repo is None and config_path is not None:
             repo = Path(config.agent.repo)
-        packages = detect_layout(repo_root(repo)).packages if repo is not None else None
-        checks += check_interpreter(config.sandbox, packages)
+        root = repo_root(repo) if repo is not None else None
+        packages = detect_layout(root).packages if root is not None else None
+        checks += check_interpreter(config.sandbox, packages, root)
     for check in checks:
         mark = "ok  " if check.ok else "FAIL"
         click.echo(f"{mark} {check.name}: {check.detail}")

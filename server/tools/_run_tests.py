@@ -5,11 +5,19 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from dataclasses import replace
 from typing import Annotated, Literal
 
 from pydantic import Field
 
-from patchwarden.sandbox import AgentRun, Limits, TestOutcome, run_agent_tests
+from patchwarden.sandbox import (
+    AgentRun,
+    Limits,
+    TestOutcome,
+    layout_for,
+    pytest_config_at,
+    run_agent_tests,
+)
 
 from .._errors import ToolInputError
 from ._base import RUNS, Out, Progress, Tool, ToolArgs, check_node_id, refusals
@@ -73,6 +81,9 @@ class RunTestsResult(Out):
     output_tail: str
     """The end of pytest's own output (collection errors show up here)."""
     problems: list[str]
+    left_out: list[str]
+    """What of the project's pytest configuration the run left out, each with why (options
+    and plugins that only schedule or report); the scorer's runs leave out the same."""
 
 
 def failure_text(outcome: TestOutcome, detail: str) -> str:
@@ -122,6 +133,7 @@ def summarise_run(
         quarantined=quarantined,
         output_tail=output[-OUTPUT_TAIL_CHARS:],
         problems=problems,
+        left_out=list(run.configuration),
     )
 
 
@@ -145,6 +157,12 @@ async def run(session: Session, args: Args, progress: Progress) -> RunTestsResul
     ws, seed = session.workspace, session.contract.seeds[0]
 
     def work(cancel: threading.Event, on_output: OnOutput) -> AgentRun:
+        if session.pytest_config is None:
+            # The base's configuration, as the scorer reads the parent's: an edit of the
+            # worktree's pytest.ini changes neither run.
+            start = session.contract.tests_dir()
+            session.pytest_config = pytest_config_at(ws.repo, ws.base, start=start)
+        layout = replace(layout_for(ws.tree, session.sandbox), pytest=session.pytest_config)
         return run_agent_tests(
             ws.tree,
             argv,
@@ -154,6 +172,7 @@ async def run(session: Session, args: Args, progress: Progress) -> RunTestsResul
             limits=limits,
             cancel=cancel,
             on_output=on_output,
+            layout=layout,
         )
 
     started = time.monotonic()

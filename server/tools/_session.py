@@ -9,7 +9,7 @@ import anyio
 import anyio.abc
 from mcp.server.mcpserver.exceptions import ToolError
 
-from patchwarden.sandbox import SandboxConfig
+from patchwarden.sandbox import PytestConfig, SandboxConfig
 from patchwarden.scorer import Contract
 from patchwarden.scorer.protocol import Answer, Request, RunsDone, VerdictSummary
 
@@ -84,6 +84,9 @@ class Session:
     max_wait_s: float = DEFAULT_MAX_WAIT_S
     """The longest wait_s submit_patch and get_verdict accept (``agent.max_wait_s``)."""
     submitted: list[Submission] = field(default_factory=list)
+    pytest_config: PytestConfig | None = None
+    """The project's pytest configuration as the base commit has it: the agent's runs use
+    it, as the scorer's use the parent's (read on the first run; None until then)."""
     background: anyio.abc.TaskGroup | None = None
     """Where scorings run, apart from the call that started them (the server's lifespan
     sets it); None: submit_patch waits for its verdict in the call itself."""
