@@ -95,6 +95,10 @@ class PropertyRun:
     rejects what the patch's runs do and the parent's do not."""
     product: ProcessResult | None = None
     """The product process of an isolated run (None: every property ran in-process)."""
+    probes: list[str] = field(default_factory=list)
+    """What product code did to probe its environment in the product process
+    (``KIND TARGET from FILE:LINE (FUNCTION)``; docs/design/isolated-oracle.md, "Probes"):
+    the scorer's `probes` check compares the patch's with the parent's."""
 
 
 @dataclass(frozen=True)
@@ -401,6 +405,7 @@ def _rerun(first: PropertyRun, again: PropertyRun) -> PropertyRun:
         channel="\n".join((first.channel, again.channel)),
         canaries=[*first.canaries, *again.canaries],
         observed=[*first.observed, *again.observed],
+        probes=[*first.probes, *again.probes],
     )
 
 
@@ -434,6 +439,7 @@ def _merged(
         canaries=[c for r in runs for c in r.canaries],
         observed=[o for r in runs for o in r.observed],
         product=first.product if first is not None else None,
+        probes=first.probes if first is not None else [],
     )
 
 
@@ -534,6 +540,7 @@ def _scorer_run(
         canaries=canaries,
         observed=reading.observed,
         product=product.result if product is not None else None,
+        probes=product.probes if product is not None else [],
     )
 
 

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._paths import tree_paths
+    from ._probes import arm_probes, probes_intact
     from ._wire import WireError, decode, dumps, encode, is_plain, loads
 
 MACHINERY_TOPS = frozenset(
@@ -45,6 +46,7 @@ REQUEST_MAX_BYTES = 64 * 1024 * 1024  # a request larger than this is not the or
 TRACEBACK_CHARS = 4000
 CALLBACK_EXIT_STATUS = 70  # the oracle did not answer a callback in time: this process ends
 WARNINGS_MAX = 100  # warnings one request sends back; more are dropped
+PROBES_LOST_STATUS = 71  # the probe descriptor was closed or replaced: the run cannot be read
 
 
 def _options(argv: list[str]) -> dict[str, str]:
@@ -61,6 +63,9 @@ REQ_FD = os.dup(int(PRODUCT_OPTS["req-fd"]))
 REP_FD = os.dup(int(PRODUCT_OPTS["rep-fd"]))
 os.close(int(PRODUCT_OPTS["req-fd"]))
 os.close(int(PRODUCT_OPTS["rep-fd"]))
+PROBE_FD = os.dup(int(PRODUCT_OPTS["probe-fd"]))
+os.close(int(PRODUCT_OPTS["probe-fd"]))
+PROBE_PIPE = (os.fstat(PROBE_FD).st_dev, os.fstat(PROBE_FD).st_ino)
 PRODUCT_LAYOUT = json.loads(PRODUCT_OPTS.get("layout", '{"roots": ["."], "packages": []}'))
 PRODUCT_TREE = os.getcwd()
 PRODUCT_CALL_TIMEOUT = float(PRODUCT_OPTS.get("call-timeout", "30"))
@@ -420,9 +425,21 @@ def serve() -> None:
         except WireError as exc:
             _write(dumps({"wire": str(exc)[:200]}))
             continue
-        _write(_answer(request))
+        answer = _answer(request)
+        if not probes_intact(PROBE_FD, PROBE_PIPE):
+            os._exit(PROBES_LOST_STATUS)
+        _write(answer)
+
+
+def _library_dirs() -> tuple[str, ...]:
+    """Where the interpreter imports from (sys.path before the tree): files there are the
+    library's, not the environment's, so reading them is no probe."""
+    dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix}
+    dirs.update(p for p in sys.path if os.path.isabs(p) and os.path.isdir(p))
+    return tuple(sorted(d.rstrip("/") + "/" for d in dirs if d.rstrip("/")))
 
 
 random.seed(PRODUCT_SEED)
+arm_probes(PROBE_FD, PRODUCT_TREE, _library_dirs())
 sys.path[0:0] = tree_paths(PRODUCT_TREE, PRODUCT_LAYOUT["roots"])
 serve()
