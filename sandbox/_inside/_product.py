@@ -440,6 +440,11 @@ def _library_dirs() -> tuple[str, ...]:
 
 
 random.seed(PRODUCT_SEED)
+# The server's module out of product code's reach by name or attribute: ``sys.modules`` gets
+# an empty ``__main__`` (a plain interpreter's has no server in it), so scanning the loaded
+# modules finds no dispatch to wrap. The functions keep this module's globals; the other
+# ways to them (frames, ``gc``) are probes (docs/design/isolated-oracle.md).
+sys.modules["__main__"] = types.ModuleType("__main__")
 arm_probes(PROBE_FD, PRODUCT_TREE, _library_dirs())
 sys.path[0:0] = tree_paths(PRODUCT_TREE, PRODUCT_LAYOUT["roots"])
 serve()
