@@ -237,7 +237,7 @@ PROBE_CASES: tuple[AttackCase, ...] = (
             ),
             (
                 "computed",
-                "evades the scan: the names are reversed",
+                "the names reversed",
                 'callable(found.get("evres_"[::-1])) and "SPO"[::-1] in found',
                 '"evres_"[::-1]',
             ),
