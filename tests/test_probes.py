@@ -114,3 +114,48 @@ def test_a_probe_only_the_patch_makes_is_named_with_where_it_was_made() -> None:
     }
     assert new_probes(runs) == ["open /proc/self/status from shop/a.py:14 (g) (patch seed 3)"]
     assert new_probes({("parent", 3): runs[("parent", 3)]}) == []
+
+
+STATEFUL = textwrap.dedent(
+    """
+    import os
+
+    CALLS = [0]
+    IMPORTED_IN = os.getpid()
+
+
+    def bump():
+        CALLS[0] += 1
+        return CALLS[0], os.getpid() != IMPORTED_IN
+    """
+)
+STATEFUL_PROPS = textwrap.dedent(
+    """
+    import shop
+
+    def test_first():
+        assert shop.bump() == (1, True)
+        assert shop.bump() == (2, True)
+
+    def test_second():
+        assert shop.bump() == (1, True)
+    """
+)
+
+
+@pytest.mark.bwrap
+def test_each_property_starts_from_the_state_the_import_left(tmp_path: Path) -> None:
+    tmp_path.chmod(0o755)
+    (tmp_path / "shop").mkdir(mode=0o755)
+    (tmp_path / "shop" / "__init__.py").write_text(STATEFUL)
+    (tmp_path / "tests").mkdir(mode=0o755)
+    (tmp_path / "tests" / "test_props.py").write_text(STATEFUL_PROPS)
+    targets = [
+        PropertyTarget(f"p.{n}", f"tests/test_props.py::test_{n}") for n in ("first", "second")
+    ]
+    limits = Limits(wall_time_s=60, idle_time_s=15, memory_mb=1024, output_bytes=200_000)
+    run = run_properties(tmp_path, targets, 3, SandboxConfig(), limits=limits)
+    assert [(r.prop, r.status, r.isolation) for r in run.records] == [
+        ("p.first", "pass", "isolated"),
+        ("p.second", "pass", "isolated"),
+    ]
