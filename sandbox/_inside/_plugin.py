@@ -148,9 +148,7 @@ class Reporter:
             link = ISOLATION["link"]
             if link is not None and link.dead is not None and ISOLATION["prop"] is not None:
                 ISOLATION["orphaned"].setdefault(ISOLATION["prop"], link.dead[1])
-            # Every property, the first too: the product process starts each one from the
-            # state its import left (a process of its own, docs/design/isolated-oracle.md).
-            if link is not None and link.dead is None:
+            if link is not None and link.used and link.dead is None:
                 with contextlib.suppress(ProductFailure, IsolationRefused):
                     link.request("reseed", [])
         self.started[item.nodeid] = time.monotonic()

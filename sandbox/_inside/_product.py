@@ -28,7 +28,6 @@ import operator
 import os
 import random
 import select
-import signal
 import sys
 import traceback
 import types
@@ -83,15 +82,13 @@ for _machinery in ("_pytest._code.code", "_pytest.mark.structures", "_pytest.pyt
 
 OBJECTS: dict[int, Any] = {}  # handle -> the object (kept alive: a handle is never reused)
 HANDLES: dict[int, int] = {}  # id(object) -> handle: one object, one handle
-NEXT_HANDLE = [0]  # the last handle given out (each property's process starts its own span)
 
 
 def _handle(obj: Any) -> int:
     found = HANDLES.get(id(obj))
     if found is not None and OBJECTS[found] is obj:
         return found
-    NEXT_HANDLE[0] += 1
-    number = NEXT_HANDLE[0]
+    number = len(OBJECTS) + 1
     OBJECTS[number] = obj
     HANDLES[id(obj)] = number
     return number
@@ -418,51 +415,6 @@ def _answer(request: dict[str, Any]) -> bytes:
         return dumps({"wire": f"the reply could not be written: {type(exc).__name__}"})
 
 
-# -- one product state per property ----------------------------------------------------------
-
-NEXT_PROPERTY_STATUS = 0  # a property's process ends so: the next property gets a fresh one
-HANDLE_SPAN = 1 << 32  # handle numbers of one property's process: never another's
-PROPERTY: dict[str, Any] = {"child": False, "pipe": -1, "count": 0, "token": b""}
-"""This process: the one that imported the product (it forks one child per property and
-only waits) or a property's child; ``pipe``: a child's end of its private pipe, on which it
-writes ``token`` (drawn for it by its parent) only when the oracle's next property starts: a
-child that product code ends (``os._exit(0)``, a write on a guessed descriptor) ends the
-whole process, never starts a fresh child answering the wrong request."""
-
-
-def _next_property() -> None:
-    """A property starts (the oracle's ``reseed``): a child ends, so its parent forks the
-    next one from the state after the import; the parent returns only in a new child.
-
-    Each property meets the product as the import left it: nothing a property did
-    (a counter, a cache, a burst of calls) reaches the next (docs/design/isolated-oracle.md,
-    "One product state per property"). A child that ends otherwise (product code's
-    ``os._exit``, a signal) ends its parent the same way, so the host sees how it ended."""
-    if PROPERTY["child"]:
-        os.write(PROPERTY["pipe"], PROPERTY["token"])
-        os._exit(NEXT_PROPERTY_STATUS)
-    while True:
-        marker_read, marker_write = os.pipe()
-        token = os.urandom(16)
-        PROPERTY["count"] += 1
-        pid = os.fork()
-        if pid == 0:
-            os.close(marker_read)
-            PROPERTY.update(child=True, pipe=marker_write, token=token)
-            NEXT_HANDLE[0] = PROPERTY["count"] * HANDLE_SPAN
-            return
-        os.close(marker_write)
-        _, status = os.waitpid(pid, 0)
-        ended = os.read(marker_read, 64)
-        os.close(marker_read)
-        if ended == token and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
-            continue  # the oracle's next property: fork again
-        if os.WIFSIGNALED(status):
-            signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
-            os.kill(os.getpid(), os.WTERMSIG(status))
-        os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 70)
-
-
 def serve() -> None:
     while True:
         line = _line(None)
@@ -473,8 +425,6 @@ def serve() -> None:
         except WireError as exc:
             _write(dumps({"wire": str(exc)[:200]}))
             continue
-        if request.get("op") == "reseed":
-            _next_property()  # returns in the property's own process
         answer = _answer(request)
         if not probes_intact(PROBE_FD, PROBE_PIPE):
             os._exit(PROBES_LOST_STATUS)
