@@ -37,6 +37,7 @@ from ._supervise import ProcessResult
 from ._trees import run_copy
 
 PRODUCT_SOURCE = program(PRODUCT)
+PROBES_MAX_BYTES = 1 << 20  # far above what PROBES_WRITTEN lines take; the rest is dropped
 
 
 def runner_env(seed: int) -> dict[str, str]:
@@ -61,6 +62,10 @@ class ProductProcess:
         self._thread: threading.Thread | None = None
         self.error: SandboxError | None = None
         """The tree could not be copied for it (raised by ``stop``: no verdict on that)."""
+        self.probes: list[str] = []
+        """The probes product code made (``KIND TARGET from FILE:LINE (FUNCTION)``, written
+        by the product process as each was made; docs/design/isolated-oracle.md, "Probes")."""
+        self._probe_reader: threading.Thread | None = None
 
     def start(
         self, tree: Path, seed: int, config: SandboxConfig, limits: Limits, layout: ImportLayout
@@ -72,8 +77,14 @@ class ProductProcess:
         req_read, req_write = os.pipe()
         rep_read, rep_write = os.pipe()
         status_read, status_write = os.pipe()
+        probe_read, probe_write = os.pipe()
         for fd in (req_read, rep_write, req_write, rep_read, status_read):
             os.set_inheritable(fd, True)
+        os.set_inheritable(probe_write, True)
+        self._probe_reader = threading.Thread(
+            target=self._read_probes, args=(probe_read,), name="patchwarden-probes", daemon=True
+        )
+        self._probe_reader.start()
         quiet = limits.model_copy(update={"idle_time_s": limits.wall_time_s})
         budget = limits.output_bytes
 
@@ -93,6 +104,8 @@ class ProductProcess:
                 str(req_read),
                 "--rep-fd",
                 str(rep_write),
+                "--probe-fd",
+                str(probe_write),
                 "--seed",
                 str(seed),
                 "--layout",
@@ -104,7 +117,7 @@ class ProductProcess:
             tree_writable=True,
             contract_paths=self.contract_paths,
             env=runner_env(seed),
-            pass_fds=(req_read, rep_write),
+            pass_fds=(req_read, rep_write, probe_write),
             limits=quiet,
             stdin=PRODUCT_SOURCE.encode(),
         )
@@ -123,6 +136,7 @@ class ProductProcess:
                 # Gone: the oracle's writes fail and its reads end; then say how it ended.
                 os.close(req_read)
                 os.close(rep_write)
+                os.close(probe_write)
                 status = self._status()
                 try:
                     os.write(status_write, json.dumps(status).encode())
@@ -134,6 +148,17 @@ class ProductProcess:
         self._thread = threading.Thread(target=run, name="patchwarden-product", daemon=True)
         self._thread.start()
         return req_write, rep_read, status_read
+
+    def _read_probes(self, fd: int) -> None:
+        """Collect the probe lines until every writer is gone (bounded: the product process
+        writes each distinct probe once, at most ``PROBES_WRITTEN`` of them)."""
+        buffered = b""
+        with os.fdopen(fd, "rb", buffering=0) as pipe:
+            while chunk := pipe.read(1 << 16):
+                if len(buffered) < PROBES_MAX_BYTES:
+                    buffered += chunk
+        lines = buffered[:PROBES_MAX_BYTES].decode("utf-8", "replace").split("\n")
+        self.probes = [line for line in lines[:-1] if line]
 
     def _status(self) -> dict[str, object]:
         result = self.result
@@ -152,5 +177,7 @@ class ProductProcess:
         self._cancel.set()
         if self._thread is not None:
             self._thread.join()
+        if self._probe_reader is not None:
+            self._probe_reader.join()
         if self.error is not None:
             raise self.error

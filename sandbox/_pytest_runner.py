@@ -103,6 +103,10 @@ class PropertyRun:
     """What of the project's pytest configuration (read from the parent) the run left out,
     each with why: scheduling and output options, plugins that only schedule or report
     (sandbox/_pytest_config.py)."""
+    probes: list[str] = field(default_factory=list)
+    """What product code did to probe its environment in the product process
+    (``KIND TARGET from FILE:LINE (FUNCTION)``; docs/design/isolated-oracle.md, "Probes"):
+    the scorer's `probes` check compares the patch's with the parent's."""
 
 
 @dataclass(frozen=True)
@@ -466,6 +470,7 @@ def _rerun(first: PropertyRun, again: PropertyRun) -> PropertyRun:
         channel="\n".join((first.channel, again.channel)),
         canaries=[*first.canaries, *again.canaries],
         observed=[*first.observed, *again.observed],
+        probes=[*first.probes, *again.probes],
     )
 
 
@@ -500,6 +505,7 @@ def _merged(
         observed=[o for r in runs for o in r.observed],
         product=first.product if first is not None else None,
         configuration=main_run.configuration,
+        probes=first.probes if first is not None else [],
     )
 
 
@@ -601,6 +607,7 @@ def _scorer_run(
         observed=reading.observed,
         product=product.result if product is not None else None,
         configuration=left_out,
+        probes=product.probes if product is not None else [],
     )
 
 

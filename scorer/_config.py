@@ -48,6 +48,9 @@ class ScorerConfig(BaseModel):
     isolation: Literal["review", "reject", "pass"] = "review"
     """Outcome of the isolation check when a property could not run with the product in a
     process of its own and ran in-process (docs/design/isolated-oracle.md)."""
+    probes: Literal["review", "reject"] = "review"
+    """Outcome of the probes check when the patch's code probes its environment in a way the
+    parent's did not (docs/design/isolated-oracle.md, "Probes")."""
     run_limits: Limits = Limits(wall_time_s=600, idle_time_s=300)
     """Limits of one scorer run (one tree, one seed, every property)."""
     held_out_dir: str | None = None

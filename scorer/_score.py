@@ -291,6 +291,7 @@ def _run_evidence(bundle: BundleWriter, outcomes: Mapping[tuple[str, int], RunOu
                 "problems": run.problems,
                 "forged": run.forged,
                 "observed": run.observed,
+                "probes": run.probes,
                 "canaries": run.canaries,
                 "configuration": run.configuration,
                 "isolation": {r.prop: r.isolation for r in run.records},

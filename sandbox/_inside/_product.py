@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._paths import tree_paths
+    from ._probes import arm_probes, probes_intact
     from ._wire import (
         REBUILT_TYPES,
         Memo,
@@ -57,6 +58,7 @@ REQUEST_MAX_BYTES = 64 * 1024 * 1024  # a request larger than this is not the or
 TRACEBACK_CHARS = 4000
 CALLBACK_EXIT_STATUS = 70  # the oracle did not answer a callback in time: this process ends
 WARNINGS_MAX = 100  # warnings one request sends back; more are dropped
+PROBES_LOST_STATUS = 71  # the probe descriptor was closed or replaced: the run cannot be read
 
 
 def _options(argv: list[str]) -> dict[str, str]:
@@ -73,6 +75,9 @@ REQ_FD = os.dup(int(PRODUCT_OPTS["req-fd"]))
 REP_FD = os.dup(int(PRODUCT_OPTS["rep-fd"]))
 os.close(int(PRODUCT_OPTS["req-fd"]))
 os.close(int(PRODUCT_OPTS["rep-fd"]))
+PROBE_FD = os.dup(int(PRODUCT_OPTS["probe-fd"]))
+os.close(int(PRODUCT_OPTS["probe-fd"]))
+PROBE_PIPE = (os.fstat(PROBE_FD).st_dev, os.fstat(PROBE_FD).st_ino)
 PRODUCT_LAYOUT = json.loads(PRODUCT_OPTS.get("layout", '{"roots": ["."], "packages": []}'))
 PRODUCT_TREE = os.getcwd()
 PRODUCT_CALL_TIMEOUT = float(PRODUCT_OPTS.get("call-timeout", "30"))
@@ -527,9 +532,26 @@ def serve() -> None:
         except WireError as exc:
             _write(dumps({"wire": str(exc)[:200]}))
             continue
-        _write(_answer(request))
+        answer = _answer(request)
+        if not probes_intact(PROBE_FD, PROBE_PIPE):
+            os._exit(PROBES_LOST_STATUS)
+        _write(answer)
+
+
+def _library_dirs() -> tuple[str, ...]:
+    """Where the interpreter imports from (sys.path before the tree): files there are the
+    library's, not the environment's, so reading them is no probe."""
+    dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix}
+    dirs.update(p for p in sys.path if os.path.isabs(p) and os.path.isdir(p))
+    return tuple(sorted(d.rstrip("/") + "/" for d in dirs if d.rstrip("/")))
 
 
 random.seed(PRODUCT_SEED)
+# The server's module out of product code's reach by name or attribute: ``sys.modules`` gets
+# an empty ``__main__`` (a plain interpreter's has no server in it), so scanning the loaded
+# modules finds no dispatch to wrap. The functions keep this module's globals; the other
+# ways to them (frames, ``gc``) are probes (docs/design/isolated-oracle.md).
+sys.modules["__main__"] = types.ModuleType("__main__")
+arm_probes(PROBE_FD, PRODUCT_TREE, _library_dirs())
 sys.path[0:0] = tree_paths(PRODUCT_TREE, PRODUCT_LAYOUT["roots"])
 serve()

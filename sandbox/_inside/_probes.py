@@ -1,0 +1,279 @@
+"""The product process: what product code does to probe its environment, measured.
+
+Part of the program ``PRODUCT`` concatenated by sandbox/_inside (``program``); armed by
+``_product`` before the tree is importable. docs/design/isolated-oracle.md ("Probes") says
+what is recorded, why these events and how the scorer compares parent and patch
+(scorer/checks/_check_probes.py).
+
+Two sources, both armed here and bound once (product code that later replaces a module
+attribute changes nothing they call):
+
+- an audit hook (PEP 578: nothing removes it): paths outside the tree (``/proc``, ``/sys``,
+  ``/dev``, the tree's ``.git``, any other directory that is not the interpreter's), sockets,
+  processes, frame and ``gc`` reads, the import of a module that only probes (``resource``,
+  ``pwd``, ...), and anyone replacing the profile function below;
+- a profile function (``sys.setprofile``, the C hook every call passes): the clocks, the
+  process's identity (pid, uid, ...), the environment read through ``os.environ`` and
+  ``os.getenv``, path checks (``os.path.exists``, ...), and reads of the profile function
+  itself. None of these raises an audit event, and a wrapper in their place would be a tell
+  product code reads without any event (``type(time.perf_counter)``).
+
+A probe counts only when product code made it: for the audit events, the nearest frame whose
+file is in the tree (the standard library on the product's behalf counts, an ``import``
+statement's own file reads do not); for the profile's events, the direct caller must be in
+the tree. Each probe is written once, as ``KIND TARGET from FILE:LINE (FUNCTION)`` with the
+file relative to the tree, on its own descriptor, the moment it is made.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+
+PROBES_WRITTEN = 500  # distinct probes written per process; the rest are dropped
+PROBE_MODULES = frozenset(
+    {"resource", "pwd", "grp", "getpass", "spwd", "ctypes", "_ctypes", "psutil", "platform"}
+)
+"""Modules whose import from the tree is a probe (imported by nothing before the tree)."""
+PROBE_EVENTS = {
+    "socket.__new__": "socket", "socket.bind": "socket", "socket.connect": "socket",
+    "socket.getaddrinfo": "socket", "socket.gethostname": "socket",
+    "socket.gethostbyname": "socket", "socket.gethostbyaddr": "socket",
+    "subprocess.Popen": "process", "os.system": "process", "os.exec": "process",
+    "os.posix_spawn": "process", "os.spawn": "process", "os.fork": "process",
+    "os.forkpty": "process", "pty.spawn": "process",
+    "gc.get_objects": "gc", "gc.get_referrers": "gc", "gc.get_referents": "gc",
+    "sys._current_frames": "frame", "sys._current_exceptions": "frame",
+    "sys.setprofile": "profile", "sys.settrace": "profile", "sys.addaudithook": "profile",
+}  # fmt: skip
+"""Audit events that are a probe whatever their arguments (the value: the probe's kind)."""
+PATH_EVENTS = frozenset({"open", "os.listdir", "os.scandir", "os.chdir", "glob.glob"})
+FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
+FRAME_HELPERS = ("/inspect.py", "/traceback.py")
+"""Standard-library modules that hand frames to their caller: the caller read the frame."""
+ENVIRON_HELPERS = (
+    "/os.py", "/_collections_abc.py", "/posixpath.py", "/genericpath.py", "<frozen os>",
+    "<frozen _collections_abc>", "<frozen posixpath>", "<frozen genericpath>",
+)  # fmt: skip
+"""Standard-library modules that read the environment for their caller (``os.getenv``,
+``Mapping.get``, ``os.path.expanduser``); others (``tempfile`` looking for its directory)
+read it on their own behalf."""
+SCRATCH = ("/tmp/", "/var/tmp/")
+"""What product code does inside the scratch directories is its own (``tempfile``); a look at
+the directories themselves (``os.listdir("/tmp")``, ``os.path.exists("/tmp/x")``) counts."""
+IMPORT_FRAMES = frozenset({"_find_and_load", "_handle_fromlist", "_gcd_import"})
+"""The first machinery frame under an ``import`` statement: its file reads are not probes."""
+CLOCKS = (
+    "time", "time_ns", "perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns",
+    "process_time", "process_time_ns", "thread_time", "thread_time_ns", "clock_gettime",
+    "clock_gettime_ns", "get_clock_info",
+)  # fmt: skip
+IDENTITY = (
+    "getpid", "getppid", "getuid", "geteuid", "getgid", "getegid", "getgroups", "getlogin",
+    "getresuid", "getresgid", "uname", "times", "getloadavg", "sched_getaffinity", "cpu_count",
+    "stat", "lstat", "fstat", "access", "getcwd", "readlink", "get_terminal_size", "isatty",
+    "ttyname", "getpgrp", "getsid",
+)  # fmt: skip
+PATH_CHECKS = ("exists", "lexists", "isdir", "isfile", "islink", "ismount", "getsize")
+
+
+def arm_probes(fd: int, tree: str, library: tuple[str, ...]) -> None:
+    """Record probes on ``fd`` from now on. ``tree``: the product's tree (its real path);
+    ``library``: the directories the interpreter imports from (not probes to read)."""
+    import datetime
+    import genericpath
+    import pathlib
+    import posixpath
+    import time
+
+    tree_prefix = tree.rstrip("/") + "/"
+    git_prefix = tree_prefix + ".git"
+    getframe, write, getcwd, normpath = sys._getframe, os.write, os.getcwd, posixpath.normpath
+    str_, bytes_, type_, id_, isinstance_ = str, bytes, type, id, isinstance
+    suppress = contextlib.suppress
+    written: set[str] = set()
+
+    def in_tree(frame):
+        return frame.f_code.co_filename.startswith(tree_prefix)
+
+    def site(frame):
+        code = frame.f_code
+        return f"{code.co_filename[len(tree_prefix) :]}:{frame.f_lineno} ({code.co_name})"
+
+    def record(kind, target, frame):
+        text = f"{kind} {target}".rstrip() + f" from {site(frame)}"
+        if text in written or len(written) >= PROBES_WRITTEN:
+            return
+        written.add(text)
+        # A descriptor that is gone fails the write: ``probes_intact`` ends the process.
+        with suppress(OSError):
+            write(fd, (text.replace("\n", " ") + "\n").encode("utf-8", "replace"))
+
+    def nearest(frame, paths):
+        """The nearest frame in the tree above ``frame``; None if there is none, or (for
+        ``paths``) when the frame under it is an ``import`` statement's machinery."""
+        below = None
+        while frame is not None:
+            if in_tree(frame):
+                if (
+                    paths
+                    and below is not None
+                    and below.f_code.co_name in IMPORT_FRAMES
+                    and below.f_code.co_filename.startswith("<frozen importlib")
+                ):
+                    return None
+                return frame
+            below, frame = frame, frame.f_back
+        return None
+
+    def direct(frame, helpers=FRAME_HELPERS):
+        """The caller itself, past the standard library's frame-handing helpers."""
+        while frame is not None and frame.f_code.co_filename.endswith(helpers):
+            frame = frame.f_back
+        return frame if frame is not None and in_tree(frame) else None
+
+    def path_target(path):
+        """The probe a path is (normalised), or None: in the tree, or the interpreter's."""
+        if isinstance_(path, bytes_):
+            path = path.decode("utf-8", "surrogateescape")
+        elif isinstance_(path, pathlib.PurePath):
+            path = str_(path)
+        if type_(path) is not str_ or not path:
+            return None  # a descriptor
+        absolute = normpath(path if path.startswith("/") else getcwd() + "/" + path)
+        if absolute.startswith(git_prefix) or absolute.startswith(tree.rstrip("/") + "/.git"):
+            return "<tree>/" + absolute[len(tree_prefix) :]
+        if absolute == tree.rstrip("/") or absolute.startswith(tree_prefix):
+            return None
+        if absolute.startswith(library):
+            return None
+        parts = absolute.split("/")
+        if len(parts) > 2 and parts[1] == "proc" and parts[2].isdigit():
+            parts[2] = "<pid>"
+        return "/".join(parts)
+
+    busy: set[int] = set()  # threads inside the hook: its own frame reads are not probes
+    get_ident = threading.get_ident
+
+    def hook(event, args):
+        if event not in watched_events:
+            return
+        thread = get_ident()
+        if thread in busy:
+            return
+        busy.add(thread)
+        try:
+            judge(event, args)
+        finally:
+            busy.discard(thread)
+
+    watched_events = PATH_EVENTS | {*PROBE_EVENTS, "sys._getframe", "object.__getattr__", "import"}
+
+    def judge(event, args):
+        if event in PATH_EVENTS:
+            target = path_target(args[0]) if args else None
+            if target is None or (target.startswith(SCRATCH) and event != "glob.glob"):
+                return  # a file of its own in the scratch directories: no probe
+            frame = nearest(getframe(2), True)
+            if frame is not None:
+                record(event, target, frame)
+        elif event in PROBE_EVENTS:
+            frame = nearest(getframe(2), False)
+            if frame is not None:
+                record(event, "", frame)
+        elif event == "sys._getframe" or (
+            event == "object.__getattr__" and len(args) > 1 and args[1] in FRAME_ATTRS
+        ):
+            frame = direct(getframe(2))
+            if frame is not None:
+                record("frame", event if event == "sys._getframe" else f".{args[1]}", frame)
+        elif event == "import" and args and args[0] in PROBE_MODULES:
+            frame = nearest(getframe(2), False)
+            if frame is not None:
+                record("import", args[0], frame)
+
+    # -- the profile function: calls with no audit event -----------------------------------
+    posix = sys.modules[os.name]
+    watched = {
+        **{id_(getattr(time, name)): f"time.{name}" for name in CLOCKS if hasattr(time, name)},
+        **{id_(getattr(posix, n)): f"os.{n}" for n in IDENTITY if hasattr(posix, n)},
+        id_(sys.getprofile): "sys.getprofile",
+        id_(threading.getprofile): "threading.getprofile",
+        id_(sys.gettrace): "sys.gettrace",
+        id_(sys.getallocatedblocks): "sys.getallocatedblocks",
+    }
+    methods = {  # builtin methods bound to a class at each read: (class, name)
+        (id_(datetime.datetime), "now"): "datetime.now",
+        (id_(datetime.datetime), "utcnow"): "datetime.utcnow",
+        (id_(datetime.datetime), "today"): "datetime.today",
+        (id_(datetime.date), "today"): "date.today",
+    }
+    watched_selves = frozenset(key[0] for key in methods) | {id_(posix.environ)}
+    environ_codes = {
+        id_(type(os.environ).__getitem__.__code__): "key",
+        id_(type(os.environ).__contains__.__code__): "key",
+        id_(type(os.environ).__iter__.__code__): "",
+        id_(os.getenv.__code__): "key",
+    }
+    path_codes = {
+        id_(getattr(genericpath, name).__code__): name
+        for name in PATH_CHECKS
+        if hasattr(genericpath, name)
+    }
+    path_codes |= {
+        id_(posixpath.lexists.__code__): "lexists",
+        id_(posixpath.islink.__code__): "islink",
+        id_(posixpath.ismount.__code__): "ismount",
+        id_(pathlib.Path.stat.__code__): "Path.stat",
+    }
+
+    def profile(frame, event, arg):
+        try:
+            if event == "c_call":
+                name = watched.get(id_(arg))
+                if name is None:
+                    owner = getattr(arg, "__self__", None)
+                    if id_(owner) not in watched_selves:
+                        return
+                    if owner is posix.environ:
+                        name = "os.environ"
+                    else:
+                        name = methods.get((id_(owner), getattr(arg, "__name__", "")))
+                        if name is None:
+                            return
+                if in_tree(frame):
+                    record(name, "", frame)
+            elif event == "call":
+                code = id_(frame.f_code)
+                if code in environ_codes:
+                    caller = direct(frame.f_back, ENVIRON_HELPERS)
+                    if caller is not None:
+                        key = frame.f_locals.get(environ_codes[code], "*")
+                        if isinstance_(key, bytes_):
+                            key = key.decode("utf-8", "replace")
+                        record("os.environ", key if isinstance_(key, str_) else "*", caller)
+                elif code in path_codes:
+                    caller = nearest(frame.f_back, True)
+                    if caller is not None:
+                        local = frame.f_locals
+                        target = path_target(local.get("path", local.get("self", local.get("s"))))
+                        if target is not None:
+                            record(f"os.path.{path_codes[code]}", target, caller)
+        except Exception:
+            return  # an error here would unset the profile function: never let one out
+
+    sys.addaudithook(hook)
+    sys.setprofile(profile)
+    threading.setprofile(profile)
+
+
+def probes_intact(fd: int, identity: tuple[int, int]) -> bool:
+    """The probe descriptor is still the pipe it was (product code did not close or replace
+    it): the server checks before every answer and ends the process otherwise."""
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == identity
