@@ -322,8 +322,10 @@ def run_properties(
 
     if config.oracle != "isolated" or not targets:
         return one_run(targets, None)
-    why = in_process_reasons(tree, targets, layout, tests_dir)
-    isolated = [t for t in targets if t.prop not in why]
+    # Every target starts isolated: a test module inside a product package is the oracle's
+    # own too (sandbox/_inside/_proxy.py, ProductFinder.oracle_own).
+    why: dict[str, str] = {}
+    isolated = list(targets)
     if not isolated:
         first = None
     else:
@@ -355,30 +357,6 @@ def run_properties(
     rest = [t for t in targets if t.prop in why]
     second = one_run(rest, None) if rest else None
     return _merged(targets, first, second, why)
-
-
-def in_process_reasons(
-    tree: Path, targets: Sequence[PropertyTarget], layout: ImportLayout, tests_dir: Path | None
-) -> dict[str, str]:
-    """Properties that cannot run isolated before anything runs, and why: a test module
-    inside a package of the product (it would import the product as the oracle's own).
-    Test packages (a top-level directory named ``test*``) are the oracle's code."""
-    if tests_dir is not None:
-        return {}
-    places = []
-    for name in layout.packages:
-        for root in layout.roots:
-            where = tree / root / name.replace(".", "/")
-            if where.is_dir():
-                places.append((name, where.resolve()))
-                break
-    why: dict[str, str] = {}
-    for target in targets:
-        test_file = (tree / target.node_id.split("::", 1)[0]).resolve()
-        for name, where in places:
-            if test_file.is_relative_to(where) and not name.split(".")[-1].startswith("test"):
-                why[target.prop] = f"its test module is inside the product package {name}"
-    return why
 
 
 def _orphaned(record: PropertyRecord) -> bool:
