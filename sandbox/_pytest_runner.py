@@ -68,6 +68,11 @@ class PropertyRecord:
     """`isolated` (the product ran in a process of its own), `in-process: <why>` (it could
     not, and the property ran in the process that imports the product) or `in-process`
     (the operator's `sandbox.oracle`)."""
+    cause: str = ""
+    """Why it failed for a reason of the run's rather than the product's answer, as the
+    exception and its file:line (``it did not collect: ImportError: ... (pkg/t.py:3)``,
+    ``its setup failed: FixtureLookupError: fixture 'mocker' not found (...)``): diagnostics
+    for a person, never read by a decision. Empty otherwise."""
 
 
 @dataclass(frozen=True)
@@ -277,6 +282,7 @@ def _record(obj: Mapping[str, Any], seed: int) -> PropertyRecord | None:
         duration_s=float(duration) if isinstance(duration, int | float) else 0.0,
         settings=str(obj.get("settings", "")),
         isolation=str(obj.get("isolation", "in-process")),
+        cause=obj["cause"][:1000] if isinstance(obj.get("cause"), str) else "",
     )
 
 

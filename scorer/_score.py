@@ -293,6 +293,7 @@ def _run_evidence(bundle: BundleWriter, outcomes: Mapping[tuple[str, int], RunOu
                 "observed": run.observed,
                 "canaries": run.canaries,
                 "isolation": {r.prop: r.isolation for r in run.records},
+                "causes": {r.prop: r.cause for r in run.records if r.cause},
                 "product": None
                 if run.product is None
                 else {"exit_code": run.product.exit_code, "stderr": run.product.stderr[-4000:]},
