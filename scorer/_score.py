@@ -64,7 +64,7 @@ from ._groups import (
     split_run_name,
 )
 from ._held_out import HeldOut, load_held_out
-from ._index import IndexLine, derive_decided_by
+from ._index import IndexLine, derive_decided_by, review_findings
 from ._pinning import Pinning, Submit, pin_boundaries
 from .checks import (
     Change,
@@ -183,6 +183,7 @@ class Verdict:
                 "results": [r.model_dump(mode="json") for r in self.gate.results],
                 **hidden,
                 "decided_by": self.decided_by,
+                "findings": review_findings(self._record()),
                 "bundle": str(self.bundle),
             }
         )

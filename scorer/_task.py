@@ -16,6 +16,7 @@ temporary index and named only by ``refs/heads/patchwarden/tasks/NAME/{base,refe
 
 from __future__ import annotations
 
+import ast
 import configparser
 import dataclasses
 import json
@@ -478,7 +479,8 @@ def build_task(
         on_run,
         keep_runs,
     )
-    properties = _properties(results)
+    docs = docstrings_of(lambda path: file_at(root, draft_base, path), [r.test for r in results])
+    properties = _properties(results, docs)
     contract_path = DEFAULT_CONTRACT_PATH
     task = Task(
         name=name,
@@ -499,10 +501,16 @@ def build_task(
         return _replace(task, problem=run_problem)
     if not task.targets():
         return _replace(task, problem=no_target_problem(task))
-    text = task_contract(task, fix_sha, parent_sha)
+    text = task_contract(task)
     base_tree = _tree_with(root, draft_base, draft_base, [], {contract_path: text.encode()})
+    # Nothing in the base (which the agent reads) names the fix: not its sha, not its
+    # message (the task's name is the operator's, in the refs only).
     base = _commit(
-        root, base_tree, parent_sha, f"task {name}: the tests of {short} and their contract", env
+        root,
+        base_tree,
+        parent_sha,
+        "task: the tests and their contract",
+        env,
     )
     reference = _commit(
         root,
@@ -735,7 +743,9 @@ def _common_dir(paths: Sequence[str]) -> str:
     return common.as_posix()
 
 
-def _properties(results: Sequence[TestResult]) -> list[Property]:
+def _properties(
+    results: Sequence[TestResult], docs: Mapping[str, str] | None = None
+) -> list[Property]:
     props: list[Property] = []
     taken: set[str] = set()
     for kind in ("target", "guard"):
@@ -746,20 +756,64 @@ def _properties(results: Sequence[TestResult]) -> list[Property]:
                 n += 1
                 unique = f"{pid}_{n}"
             taken.add(unique)
-            oracle = (
-                "fails before the fix and passes with it, on every seed"
-                if kind == "target"
-                else "passes before and after the fix, on every seed"
-            )
+            oracle = oracle_text(result.test, (docs or {}).get(result.test, ""))
             props.append(Property(id=unique, oracle=oracle, test=result.test))
     return props
 
 
-def task_contract(task: Task, fix: str, parent: str) -> str:
-    """The contract of a task, as YAML that ``parse_contract`` loads as it is."""
+def oracle_text(test: str, doc: str = "") -> str:
+    """What a test checks, for its property's ``oracle``: its name in words (``test_`` and
+    ``Test`` dropped, a class and its method joined by a colon) and its docstring's summary:
+    ``reversed range matches nothing: A reversed range is a null pattern.``"""
+    words = []
+    for part in test.split("::")[1:]:
+        name = re.sub(r"^(test_?|Test)", "", part) or part
+        name = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ")
+        words.append(" ".join(name.split()).lower())
+    text = ": ".join(w for w in words if w) or test
+    return f"{text}: {doc}" if doc else text
+
+
+def docstrings_of(read: Callable[[str], bytes | None], tests: Sequence[str]) -> dict[str, str]:
+    """The first line of each test's docstring (``path::name``, ``path::Class::name``), read
+    from the file's syntax tree (``read(path)``: its bytes) without importing it; a test
+    without one is left out."""
+    found: dict[str, str] = {}
+    parsed: dict[str, ast.Module | None] = {}
+    for test in tests:
+        path, *names = test.split("::")
+        if path not in parsed:
+            data = read(path)
+            try:
+                parsed[path] = ast.parse(data) if data is not None else None
+            except (SyntaxError, ValueError):
+                parsed[path] = None
+        node: ast.AST | None = parsed[path]
+        for name in names:
+            body = getattr(node, "body", [])
+            node = next(
+                (
+                    n
+                    for n in body
+                    if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+                    and n.name == name
+                ),
+                None,
+            )
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            # The summary: the first paragraph (a first sentence often wraps), one line.
+            summary = " ".join((ast.get_docstring(node) or "").split("\n\n")[0].split())
+            if summary:
+                found[test] = summary[:200]
+    return found
+
+
+def task_contract(task: Task) -> str:
+    """The contract of a task, as YAML that ``parse_contract`` loads as it is. The agent reads
+    it: it names no commit, no ref, nothing of the fix."""
     files = sorted({p.test.split("::", 1)[0] for p in task.properties})
     lines = [
-        f"# Written by `patchwarden task from-fix` from the fix {fix} (parent {parent}).",
+        "# Written by `patchwarden task from-fix`.",
         "# target.*: the fix's tests that fail on the base and pass with the fix on every seed.",
         "# guard.*: tests of the same modules that pass on both on every seed.",
         "contract_version: 1",

@@ -83,6 +83,8 @@ def test_digits():
 
 @pytest.mark.parametrize("spec", ["z-a", "9-0"])
 def test_reversed_range_matches_nothing(spec):
+    \"\"\"A reversed range is a pattern that
+    matches no character.\"\"\"
     assert bracket(spec).match("m") is None
 """
 EXTRA_TESTS = """\
@@ -219,6 +221,18 @@ def test_task_from_a_fix_that_rewrites_the_test_of_the_old_behaviour(
     assert (reference.tree / "globber.py").data_stream.read().decode() == NEW
     contract = (base.tree / "contract/differential-contract.yaml").data_stream.read().decode()
     assert 'spec_paths:\n  - "tests/test_globber.py"\n' in contract
+    # The agent reads the contract and the base's history: neither leads to the fix.
+    fix = repo.commit("fix")
+    for text in (contract, base.message):
+        assert fix.hexsha[:7] not in text and "brackets" not in text and fix.message not in text
+    assert contract.splitlines()[0] == "# Written by `patchwarden task from-fix`."
+    # Each property's oracle says what its test checks: its name and docstring.
+    assert (
+        '  - id: "target.reversed_range_matches_nothing"\n'
+        '    oracle: "reversed range matches nothing: A reversed range is a pattern that '
+        'matches no character."\n'
+    ) in contract
+    assert '  - id: "guard.simple_range"\n    oracle: "simple range"\n' in contract
     # The user's branches and checkout are untouched.
     assert repo.head.commit.hexsha == repo.commit("v1").hexsha
     assert {h.name for h in repo.heads} >= {"main"}
@@ -369,6 +383,47 @@ def test_the_report_names_targets_counts_guards_and_lists_exclusions(
         "differential accept\n"
     )
     assert not task.validated
+
+
+def test_the_validated_hint_names_the_config_the_task_was_built_with(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from patchwarden.scorer import Property, Task, Validation
+    from patchwarden.server.cli._task import _report
+
+    task = Task(
+        name="brackets",
+        repo=Path("/src/globber"),
+        fix="f" * 40,
+        parent="p" * 40,
+        base="b" * 40,
+        reference="r" * 40,
+        contract="contract/differential-contract.yaml",
+        seeds=(11,),
+        test_changes=["tests/t.py"],
+        product_changes=["globber.py"],
+        properties=[Property(id="target.t", test="tests/t.py::test_t")],
+        results=[],
+        validation=[
+            Validation("reference", "accept", "v-ref", ok=True, why=""),
+            Validation("empty", "reject", "v-empty", ok=True, why=""),
+        ],
+    )
+    _report(task, Path("ops/patchwarden.yaml"))
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "validated. score a patch with `patchwarden score --repo /src/globber --parent "
+        "refs/heads/patchwarden/tasks/brackets/base --patch PATCH --contract "
+        "contract/differential-contract.yaml --config ops/patchwarden.yaml`"
+    )
+
+
+def test_a_property_oracle_says_what_its_test_checks() -> None:
+    from patchwarden.scorer._task import oracle_text
+
+    assert oracle_text("t.py::test_reversed_range") == "reversed range"
+    assert oracle_text("t.py::TestParseDate::test_iso_week", "Weeks count from Monday.") == (
+        "parse date: iso week: Weeks count from Monday."
+    )
 
 
 PROPERTY = """\

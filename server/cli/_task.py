@@ -136,9 +136,12 @@ def _report(task: Task, config_path: Path | None = None) -> None:
         mark = "ok" if v.ok else f"not {v.wanted}: {printable(v.why)}"
         click.echo(f"validation, {v.what}: {v.decision} (verdict {v.verdict_id}) {mark}")
     if task.validated:
+        # The task was built and validated under that configuration (its oracle, its
+        # isolation outcome): scored under another, the same patch can get another verdict.
+        config = f" --config {config_path}" if config_path is not None else ""
         click.echo(
             f"validated. score a patch with `patchwarden score --repo {task.repo} --parent "
-            f"{task.base_ref} --patch PATCH --contract {task.contract}`"
+            f"{task.base_ref} --patch PATCH --contract {task.contract}{config}`"
         )
     else:
         click.echo(f"not validated: {printable(task.failed_validation())}")
