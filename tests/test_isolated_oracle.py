@@ -909,8 +909,24 @@ IN_PACKAGE_TESTS = {
         def test_within(x, a, b):
             lo, hi = min(a, b), max(a, b)
             assert lo <= clamp(x, lo, hi) <= hi
+
+        def test_importlib_mode():
+            # pytest's importlib mode imports the parent package by its path: the product's
+            # answer about its file (a lie here) must not have pytest run it in the oracle.
+            from pathlib import Path
+            from _pytest.pathlib import import_path
+
+            path = Path("pkg2/tests/test_y.py").resolve()
+            mod = import_path(path, mode="importlib", root=Path.cwd(),
+                              consider_namespace_packages=False)
+            assert mod.__name__ == "pkg2.tests.test_y" and mod.VALUE == 4
+            assert type(sys.modules["pkg2"]).__name__ == "ProxyModule"
+            assert sys.modules["pkg2"].__file__ == "/elsewhere/pkg2/__init__.py"
         """
     ),
+    "pkg2/__init__.py": "__file__ = '/elsewhere/pkg2/__init__.py'\n\ndef four():\n    return 4\n",
+    "pkg2/tests/__init__.py": "",
+    "pkg2/tests/test_y.py": "from pkg2 import four\n\nVALUE = four()\n",
     "pkg/test_beside.py": textwrap.dedent(
         """
         from . import clamp
@@ -937,7 +953,7 @@ def test_tests_inside_the_product_package_run_isolated(tmp_path: Path, product: 
         (root / rel).write_text(text)
     for path in (root, *[p for p in root.rglob("*") if p.is_dir()]):
         path.chmod(0o755)
-    names = ("where", "upper", "within")
+    names = ("where", "upper", "within", "importlib_mode")
     result = run_properties(
         root,
         [
@@ -956,6 +972,7 @@ def test_tests_inside_the_product_package_run_isolated(tmp_path: Path, product: 
             "prop.where": ("pass", "", "isolated"),
             "prop.upper": ("pass", "", "isolated"),
             "prop.within": ("pass", "", "isolated"),
+            "prop.importlib_mode": ("pass", "", "isolated"),
             "prop.beside": ("pass", "", "isolated"),
         }
     else:
@@ -967,5 +984,6 @@ def test_tests_inside_the_product_package_run_isolated(tmp_path: Path, product: 
                 "prop.within|AssertionError|pkg/tests/test_x.py:27",
                 "isolated",
             ),
+            "prop.importlib_mode": ("pass", "", "isolated"),
             "prop.beside": ("fail", "prop.beside|AssertionError|pkg/test_beside.py:5", "isolated"),
         }

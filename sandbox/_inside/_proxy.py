@@ -927,11 +927,25 @@ class ProductFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         is_package = facts.get("path") is not None
         spec = importlib.machinery.ModuleSpec(name, self, is_package=is_package)
         if facts.get("file"):
-            spec.origin = facts["file"]
+            # pytest's importlib mode imports a parent package by its path, and runs the
+            # file itself unless the spec's origin is that path: the origin is where the
+            # oracle's tree has the module, never the product's answer (which could name
+            # another file). __file__ stays the product's answer (provenance reads it).
+            spec.origin = self.tree_file(name) or facts["file"]
             spec.has_location = True
         if is_package:
             spec.submodule_search_locations = list(facts["path"])
         return spec
+
+    def tree_file(self, name: str) -> str | None:
+        """The file of module ``name`` in the oracle's tree (its ``__init__.py`` for a
+        package), from the first import root that has it; None: not there."""
+        for root in self.roots:
+            base = os.path.normpath(os.path.join(self.tree, root, *name.split(".")))
+            for candidate in (os.path.join(base, "__init__.py"), base + ".py"):
+                if os.path.isfile(candidate):
+                    return candidate
+        return None
 
     def create_module(self, spec: Any) -> Any:
         return ProxyModule(spec.name)
@@ -941,6 +955,8 @@ class ProductFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         own = _module_dict(module)
         own["__pw_handle__"] = object.__getattribute__(handle, "_pw_id")
         own["__doc__"] = facts.get("doc") if type(facts.get("doc")) is str else None
+        if type(facts.get("file")) is str:
+            own["__file__"] = facts["file"]
 
 
 def _proxy_module(number: int, name: str) -> ProxyModule | None:
