@@ -72,6 +72,11 @@ class PropertyRecord:
     """`isolated` (the product ran in a process of its own), `in-process: <why>` (it could
     not, and the property ran in the process that imports the product) or `in-process`
     (the operator's `sandbox.oracle`)."""
+    cause: str = ""
+    """Why it failed for a reason of the run's rather than the product's answer, as the
+    exception and its file:line (``it did not collect: ImportError: ... (pkg/t.py:3)``,
+    ``its setup failed: FixtureLookupError: fixture 'mocker' not found (...)``): diagnostics
+    for a person, never read by a decision. Empty otherwise."""
 
 
 @dataclass(frozen=True)
@@ -346,6 +351,7 @@ def _record(obj: Mapping[str, Any], seed: int) -> PropertyRecord | None:
         duration_s=float(duration) if isinstance(duration, int | float) else 0.0,
         settings=str(obj.get("settings", "")),
         isolation=str(obj.get("isolation", "in-process")),
+        cause=obj["cause"][:1000] if isinstance(obj.get("cause"), str) else "",
     )
 
 
@@ -391,8 +397,10 @@ def run_properties(
 
     if config.oracle != "isolated" or not targets:
         return one_run(targets, None)
-    why = in_process_reasons(tree, targets, layout, tests_dir)
-    isolated = [t for t in targets if t.prop not in why]
+    # Every target starts isolated: a test module inside a product package is the oracle's
+    # own too (sandbox/_inside/_proxy.py, ProductFinder.oracle_own).
+    why: dict[str, str] = {}
+    isolated = list(targets)
     if not isolated:
         first = None
     else:
@@ -424,30 +432,6 @@ def run_properties(
     rest = [t for t in targets if t.prop in why]
     second = one_run(rest, None) if rest else None
     return _merged(targets, first, second, why)
-
-
-def in_process_reasons(
-    tree: Path, targets: Sequence[PropertyTarget], layout: ImportLayout, tests_dir: Path | None
-) -> dict[str, str]:
-    """Properties that cannot run isolated before anything runs, and why: a test module
-    inside a package of the product (it would import the product as the oracle's own).
-    Test packages (a top-level directory named ``test*``) are the oracle's code."""
-    if tests_dir is not None:
-        return {}
-    places = []
-    for name in layout.packages:
-        for root in layout.roots:
-            where = tree / root / name.replace(".", "/")
-            if where.is_dir():
-                places.append((name, where.resolve()))
-                break
-    why: dict[str, str] = {}
-    for target in targets:
-        test_file = (tree / target.node_id.split("::", 1)[0]).resolve()
-        for name, where in places:
-            if test_file.is_relative_to(where) and not name.split(".")[-1].startswith("test"):
-                why[target.prop] = f"its test module is inside the product package {name}"
-    return why
 
 
 def _orphaned(record: PropertyRecord) -> bool:

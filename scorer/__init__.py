@@ -35,6 +35,7 @@ from ._contract_check import (
     ContractCheck,
     TestIdCheck,
     check_contract,
+    collection_cause,
     is_guard,
     match_test_id,
     require_test_ids,
@@ -65,8 +66,10 @@ from ._index import (
     IndexLine,
     decided_by,
     derive_decided_by,
+    marked_decision,
     read_index,
     reason_counts,
+    review_findings,
 )
 from ._process import serve_scorer, verdict_summary
 from ._score import RunProgress, ScoreRequest, Verdict, restore_from_parent, score
@@ -199,6 +202,7 @@ __all__ = [
     "build_task",
     "check_contract",
     "check_freeze_record",
+    "collection_cause",
     "combine",
     "compute_fixture_closure_hash",
     "compute_spec_hash",
@@ -223,6 +227,7 @@ __all__ = [
     "load_verdict",
     "make_executor",
     "make_witness",
+    "marked_decision",
     "match_test_id",
     "normalise_witness",
     "parse_contract",
@@ -246,6 +251,7 @@ __all__ = [
     "release_check",
     "require_test_ids",
     "restore_from_parent",
+    "review_findings",
     "review_note",
     "score",
     "score_batch",

@@ -13,6 +13,10 @@ from patchwarden.sandbox import Limits
 DEFAULT_PROTECTED_PATHS = (
     "tests/**",
     "test/**",
+    # Tests inside a product package (pkg/tests/) are the isolated oracle's own code, as the
+    # top-level ones are: they come from the parent (docs/design/isolated-oracle.md).
+    "**/tests/**",
+    "**/test/**",
     "**/conftest.py",
     "conftest.py",
     "pytest.ini",

@@ -16,6 +16,7 @@ with the trusted runner's profile and the import layout ``score`` will use:
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -44,6 +45,9 @@ from ._errors import ContractError
 from ._score import RunProgress
 from .checks import remove_bytecode, restore_from_parent
 
+LOCATION = re.compile(r"^(\S+\.py:\d+): \S")
+"""A frame line of pytest's tracebacks: ``tests/test_x.py:3: in <module>`` (short) or
+``tests/test_x.py:3: TypeError`` (long)."""
 SHOWN_TESTS = 3
 """How many of the tests an ambiguous id selects are named in its error."""
 
@@ -112,6 +116,16 @@ class ContractCheck:
     def always_passing(self) -> list[str]:
         """Properties that pass on every seed of the base: nothing for a patch to clear."""
         return [c.prop for c in self.ids if self.passing(c.prop)]
+
+
+def collection_cause(text: str) -> str:
+    """A collection error's text (pytest's report) as its exception and the file:line of the
+    test code it came from: ``ImportError: cannot import name 'x' from 'pkg' (t.py:3)``."""
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    raised = [line[1:].strip() for line in lines if line.startswith("E ")]
+    where = [m.group(1) for line in lines if (m := LOCATION.match(line))]
+    what = raised[-1] if raised else (lines[-1] if lines else "no output")
+    return f"{what} ({where[-1]})" if where else what
 
 
 GUARD_PREFIX = "guard."

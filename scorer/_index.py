@@ -30,7 +30,7 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,6 +73,9 @@ class IndexLine(BaseModel):
     lines written before it was recorded."""
     bundle: str | None = None
     """Where the bundle was published (readers look under ``verdicts/<id>`` instead)."""
+    findings: list[str] | None = None
+    """The scorecard checks at ``review`` (:func:`review_findings`); None on lines written
+    before they were recorded (readers take them from the bundle's ``decision.json``)."""
 
     def to_json(self) -> dict[str, Any]:
         """The line as written: the fields it has, keys sorted."""
@@ -126,6 +129,29 @@ def derive_decided_by(record: Mapping[str, Any]) -> list[str]:
             if c.get("outcome") == "reject" and c.get("check") != "differential"
         ]
     return list(dict.fromkeys(found))
+
+
+def review_findings(record: Mapping[str, Any]) -> list[str]:
+    """The scorecard checks of ``record`` (a ``decision.json``, or an index line that stored
+    them) whose outcome is ``review``: an accept that carries one is for a person to look at,
+    never a clean accept (``verdicts list`` shows it as ``accept*``). The ``differential``
+    check is the gates, which the decision and its reasons already say."""
+    stored = record.get("findings")
+    if isinstance(stored, list) and all(isinstance(s, str) for s in stored):
+        return list(stored)
+    return list(
+        dict.fromkeys(
+            str(c.get("check", "?"))
+            for c in _dicts(record.get("scorecard"))
+            if c.get("outcome") == "review" and c.get("check") != "differential"
+        )
+    )
+
+
+def marked_decision(decision: str, findings: Sequence[str]) -> str:
+    """``accept*`` for an accept with review findings (what a reader must not take for a
+    clean accept); any other decision as it is."""
+    return f"{decision}*" if decision == "accept" and findings else decision
 
 
 def decided_by(record: Mapping[str, Any]) -> list[str]:

@@ -64,7 +64,7 @@ from ._groups import (
     split_run_name,
 )
 from ._held_out import HeldOut, load_held_out
-from ._index import IndexLine, derive_decided_by
+from ._index import IndexLine, derive_decided_by, review_findings
 from ._pinning import Pinning, Submit, pin_boundaries
 from .checks import (
     Change,
@@ -183,6 +183,7 @@ class Verdict:
                 "results": [r.model_dump(mode="json") for r in self.gate.results],
                 **hidden,
                 "decided_by": self.decided_by,
+                "findings": review_findings(self._record()),
                 "bundle": str(self.bundle),
             }
         )
@@ -295,6 +296,7 @@ def _run_evidence(bundle: BundleWriter, outcomes: Mapping[tuple[str, int], RunOu
                 "canaries": run.canaries,
                 "configuration": run.configuration,
                 "isolation": {r.prop: r.isolation for r in run.records},
+                "causes": {r.prop: r.cause for r in run.records if r.cause},
                 "product": None
                 if run.product is None
                 else {"exit_code": run.product.exit_code, "stderr": run.product.stderr[-4000:]},

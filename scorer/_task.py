@@ -16,6 +16,7 @@ temporary index and named only by ``refs/heads/patchwarden/tasks/NAME/{base,refe
 
 from __future__ import annotations
 
+import ast
 import configparser
 import dataclasses
 import json
@@ -45,7 +46,7 @@ from patchwarden.sandbox import (
 from ._checkout import clean_checkout, scorer_clone
 from ._config import ScorerConfig
 from ._contract import DEFAULT_CONTRACT_PATH, DEFAULT_SEEDS, Contract, Property, property_id
-from ._contract_check import is_guard, run_seeds
+from ._contract_check import collection_cause, is_guard, run_seeds
 from ._errors import InputError
 from ._guard_tests import guard_tests, is_test_file
 from ._score import RunProgress, ScoreRequest, Verdict, score
@@ -89,13 +90,16 @@ class TestResult:
     fallback: str = ""
     """Why the test could not run under the isolated oracle (``in-process: <why>``), when it
     fell back on a run and the operator's ``scorer.isolation`` holds that for review."""
+    cause: str = ""
+    """Why it failed for a reason of the run's, not the product's answer (the first record's
+    ``cause``: a collection error, a fixture not found, with the exception's file:line)."""
 
     @property
     def kind(self) -> str:
         """``target``, ``guard`` or ``excluded``."""
         if self.fallback:
             return "excluded"
-        if all(o == "fail" for o in self.base) and all(o == "pass" for o in self.reference):
+        if self.shows_the_bug:
             return "target"
         if all(o == "pass" for o in (*self.base, *self.reference)):
             return "guard"
@@ -114,9 +118,19 @@ class TestResult:
             return "skipped"
         if "missing" in (*self.base, *self.reference):
             return "did not report"
+        if self.cause:
+            # Not the product's answer: say what stopped the test, not that it "fails".
+            where = [side for side, got in sides.items() if "fail" in got]
+            return f"not run on the {' and the '.join(where)}: {self.cause}"
         if self.base[0] == "fail":
             return "fails on the base and the reference"
         return "passes on the base, fails on the reference"
+
+    @property
+    def shows_the_bug(self) -> bool:
+        """Fails on the base and passes on the reference on every seed (a target, unless
+        something else excluded it)."""
+        return all(o == "fail" for o in self.base) and all(o == "pass" for o in self.reference)
 
     def outcomes(self) -> str:
         text = f"base {'/'.join(self.base)}; reference {'/'.join(self.reference)}"
@@ -161,6 +175,9 @@ class Task:
     validation: list[Validation] = field(default_factory=list)
     problem: str = ""
     """Why the task could not be validated before scoring (no target, a broken run)."""
+    not_collected: list[tuple[str, str]] = field(default_factory=list)
+    """(module, why) for each of the fix's test modules that did not collect on the base:
+    their tests are in no list (``collection_cause``)."""
 
     @property
     def base_ref(self) -> str:
@@ -203,9 +220,11 @@ class Task:
                     "base": list(r.base),
                     "reference": list(r.reference),
                     "witness": r.witness,
+                    "cause": r.cause,
                 }
                 for r in self.excluded()
             ],
+            "not_collected": [{"module": m, "why": why} for m, why in self.not_collected],
             "validation": {side: v.decision for side, v in by_side.items()},
             "verdicts": {side: v.verdict_id for side, v in by_side.items()},
             "validated": self.validated,
@@ -384,11 +403,13 @@ def build_task(
     guards_for: Sequence[str] = (),
     seeds: Sequence[int] = DEFAULT_SEEDS,
     test_timeout_s: float | None = None,
+    keep_runs: Path | None = None,
     on_step: TaskProgress | None = None,
     on_run: RunProgress | None = None,
 ) -> Task:
     """Build, run and validate the task of ``fix`` (docs/design/tasks.md). Bad input is an
-    InputError; a task that does not validate is returned with its reasons."""
+    InputError; a task that does not validate is returned with its reasons. ``keep_runs``:
+    a directory to write the build's own runs to (``keep_build_runs``), for a person."""
     step = on_step or (lambda _line: None)
     require_sandbox(sandbox_config)
     root = repo_root(repo)
@@ -444,7 +465,7 @@ def build_task(
     limits = config.run_limits.model_copy(
         update={"call_timeout_s": timeout, "test_timeout_s": timeout}
     )
-    results, run_problem = _run_both(
+    results, run_problem, not_collected = _run_both(
         root,
         draft_base,
         draft_ref,
@@ -456,8 +477,10 @@ def build_task(
         config.model_copy(update={"run_limits": limits}),
         sandbox_config,
         on_run,
+        keep_runs,
     )
-    properties = _properties(results)
+    docs = docstrings_of(lambda path: file_at(root, draft_base, path), [r.test for r in results])
+    properties = _properties(results, docs)
     contract_path = DEFAULT_CONTRACT_PATH
     task = Task(
         name=name,
@@ -472,19 +495,22 @@ def build_task(
         product_changes=[c.path for c in product_changes],
         properties=properties,
         results=results,
+        not_collected=not_collected,
     )
     if run_problem:
         return _replace(task, problem=run_problem)
     if not task.targets():
-        return _replace(
-            task,
-            problem="no test fails on the base and passes on the reference on every seed: "
-            "the fix's tests do not show the bug (see the excluded tests)",
-        )
-    text = task_contract(task, fix_sha, parent_sha)
+        return _replace(task, problem=no_target_problem(task))
+    text = task_contract(task)
     base_tree = _tree_with(root, draft_base, draft_base, [], {contract_path: text.encode()})
+    # Nothing in the base (which the agent reads) names the fix: not its sha, not its
+    # message (the task's name is the operator's, in the refs only).
     base = _commit(
-        root, base_tree, parent_sha, f"task {name}: the tests of {short} and their contract", env
+        root,
+        base_tree,
+        parent_sha,
+        "task: the tests and their contract",
+        env,
     )
     reference = _commit(
         root,
@@ -501,6 +527,36 @@ def build_task(
     step("validating: the empty patch")
     empty = _validate(root, "empty", base, base, config, sandbox_config, on_run)
     return _replace(task, validation=[gold, empty])
+
+
+def no_target_problem(task: Task) -> str:
+    """Why a task has no target. It says the fix's tests do not show the bug only when
+    nothing of the run's own stopped them: a test that failed on the base and passed on the
+    reference but was excluded, a test that did not run, a module that did not collect is
+    named with what stopped it."""
+    hidden = [r for r in task.excluded() if r.shows_the_bug]
+    if hidden:
+        return (
+            f"no target: {len(hidden)} test(s) fail on the base and pass on the reference on "
+            f"every seed but were excluded: {hidden[0].test}: {hidden[0].why_excluded()}"
+        )
+    stopped = [r for r in task.excluded() if r.cause]
+    if stopped or task.not_collected:
+        first = (
+            f"{stopped[0].test}: {stopped[0].cause}"
+            if stopped
+            else f"{task.not_collected[0][0]}: {task.not_collected[0][1]}"
+        )
+        count = len(stopped) + len(task.not_collected)
+        return (
+            "no test fails on the base and passes on the reference on every seed, and "
+            f"{count} did not run or collect for a reason of the run's, so the fix's tests "
+            f"could not show the bug: {first}"
+        )
+    return (
+        "no test fails on the base and passes on the reference on every seed: the fix's "
+        "tests do not show the bug (see the excluded tests)"
+    )
 
 
 def _replace(task: Task, **changes: object) -> Task:
@@ -534,8 +590,10 @@ def _run_both(
     config: ScorerConfig,
     sandbox_config: SandboxConfig,
     on_run: RunProgress | None,
-) -> tuple[list[TestResult], str]:
-    """Every test of ``modules`` (and of the guard names) on both commits, every seed."""
+    keep_runs: Path | None = None,
+) -> tuple[list[TestResult], str, list[tuple[str, str]]]:
+    """Every test of ``modules`` (and of the guard names) on both commits, every seed; and
+    the modules that did not collect on the base, with why."""
     clone = scorer_clone(root, [base, reference], config)
     with clean_checkout(clone, base, config) as tree:
         remove_bytecode(tree)
@@ -561,21 +619,21 @@ def _run_both(
         )
         if present and collected.node_ids is None:
             tail = (collected.process.stderr or collected.process.stdout).strip().splitlines()
-            return [], (
+            return (
+                [],
                 "collecting the fix's test modules on the base did not finish: "
-                f"{tail[-1] if tail else 'no output'}"
+                f"{tail[-1] if tail else 'no output'}",
+                [],
             )
+        not_collected = [(node, collection_cause(text)) for node, text in collected.errors]
         functions = [n.split("[", 1)[0] for n in collected.node_ids or []]
         candidates = list(dict.fromkeys([*functions, *tests, *guard_ids]))
         if not candidates:
-            broken = "; ".join(
-                f"{node}: {text.strip().splitlines()[-1]}"
-                for node, text in collected.errors
-                if text.strip()
-            )
+            broken = "; ".join(f"{node}: {why}" for node, why in not_collected)
             return (
                 [],
                 f"no test of the fix's modules collects on the base ({broken or 'none found'})",
+                not_collected,
             )
         numbered = {f"t.{i}": test for i, test in enumerate(candidates)}
         probe = Contract(
@@ -592,6 +650,8 @@ def _run_both(
         ref_runs = run_seeds(
             tree, probe, sandbox_config, config, contract_paths, layout, on_run, "reference"
         )
+    if keep_runs is not None:
+        keep_build_runs(keep_runs, numbered, {"base": base_runs, "reference": ref_runs})
     problems = [
         f"the {side} run of seed {seed} is incomplete"
         for side, runs in (("base", base_runs), ("reference", ref_runs))
@@ -607,10 +667,54 @@ def _run_both(
             fallback=""
             if config.isolation == "pass"
             else _fallback([*base_runs.values(), *ref_runs.values()], prop),
+            cause=next(
+                (
+                    r.cause
+                    for run in (*base_runs.values(), *ref_runs.values())
+                    for r in run.records
+                    if r.prop == prop and r.cause
+                ),
+                "",
+            ),
         )
         for prop, test in numbered.items()
     ]
-    return results, "; ".join(problems)
+    return results, "; ".join(problems), not_collected
+
+
+def keep_build_runs(
+    directory: Path, numbered: Mapping[str, str], runs: Mapping[str, Mapping[int, PropertyRun]]
+) -> None:
+    """Write the build's own runs for a person: per side and seed, each tried test's record
+    (``<side>-seed<N>.json``) and what the oracle and the product process printed."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for side, by_seed in runs.items():
+            for seed, run in by_seed.items():
+                stem = directory / f"{side}-seed{seed}"
+                records = [
+                    {"test": numbered.get(r.prop, r.prop), **dataclasses.asdict(r)}
+                    for r in run.records
+                ]
+                evidence = {
+                    "side": side,
+                    "seed": seed,
+                    "complete": run.complete,
+                    "missing": [numbered.get(p, p) for p in run.missing],
+                    "problems": run.problems,
+                    "forged": run.forged,
+                    "records": records,
+                    "exit_code": run.process.exit_code,
+                }
+                Path(f"{stem}.json").write_text(json.dumps(evidence, indent=2) + "\n")
+                Path(f"{stem}.stdout.txt").write_text(run.process.stdout)
+                Path(f"{stem}.stderr.txt").write_text(run.process.stderr)
+                if run.product is not None:
+                    Path(f"{stem}.product.stdout.txt").write_text(run.product.stdout)
+                    Path(f"{stem}.product.stderr.txt").write_text(run.product.stderr)
+    except OSError as exc:
+        why = f"--keep-runs: cannot write the runs: {exc}"
+        raise InputError(why, where=str(directory)) from exc
 
 
 def _fallback(runs: Sequence[PropertyRun], prop: str) -> str:
@@ -639,7 +743,9 @@ def _common_dir(paths: Sequence[str]) -> str:
     return common.as_posix()
 
 
-def _properties(results: Sequence[TestResult]) -> list[Property]:
+def _properties(
+    results: Sequence[TestResult], docs: Mapping[str, str] | None = None
+) -> list[Property]:
     props: list[Property] = []
     taken: set[str] = set()
     for kind in ("target", "guard"):
@@ -650,20 +756,64 @@ def _properties(results: Sequence[TestResult]) -> list[Property]:
                 n += 1
                 unique = f"{pid}_{n}"
             taken.add(unique)
-            oracle = (
-                "fails before the fix and passes with it, on every seed"
-                if kind == "target"
-                else "passes before and after the fix, on every seed"
-            )
+            oracle = oracle_text(result.test, (docs or {}).get(result.test, ""))
             props.append(Property(id=unique, oracle=oracle, test=result.test))
     return props
 
 
-def task_contract(task: Task, fix: str, parent: str) -> str:
-    """The contract of a task, as YAML that ``parse_contract`` loads as it is."""
+def oracle_text(test: str, doc: str = "") -> str:
+    """What a test checks, for its property's ``oracle``: its name in words (``test_`` and
+    ``Test`` dropped, a class and its method joined by a colon) and its docstring's summary:
+    ``reversed range matches nothing: A reversed range is a null pattern.``"""
+    words = []
+    for part in test.split("::")[1:]:
+        name = re.sub(r"^(test_?|Test)", "", part) or part
+        name = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ")
+        words.append(" ".join(name.split()).lower())
+    text = ": ".join(w for w in words if w) or test
+    return f"{text}: {doc}" if doc else text
+
+
+def docstrings_of(read: Callable[[str], bytes | None], tests: Sequence[str]) -> dict[str, str]:
+    """The first line of each test's docstring (``path::name``, ``path::Class::name``), read
+    from the file's syntax tree (``read(path)``: its bytes) without importing it; a test
+    without one is left out."""
+    found: dict[str, str] = {}
+    parsed: dict[str, ast.Module | None] = {}
+    for test in tests:
+        path, *names = test.split("::")
+        if path not in parsed:
+            data = read(path)
+            try:
+                parsed[path] = ast.parse(data) if data is not None else None
+            except (SyntaxError, ValueError):
+                parsed[path] = None
+        node: ast.AST | None = parsed[path]
+        for name in names:
+            body = getattr(node, "body", [])
+            node = next(
+                (
+                    n
+                    for n in body
+                    if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+                    and n.name == name
+                ),
+                None,
+            )
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            # The summary: the first paragraph (a first sentence often wraps), one line.
+            summary = " ".join((ast.get_docstring(node) or "").split("\n\n")[0].split())
+            if summary:
+                found[test] = summary[:200]
+    return found
+
+
+def task_contract(task: Task) -> str:
+    """The contract of a task, as YAML that ``parse_contract`` loads as it is. The agent reads
+    it: it names no commit, no ref, nothing of the fix."""
     files = sorted({p.test.split("::", 1)[0] for p in task.properties})
     lines = [
-        f"# Written by `patchwarden task from-fix` from the fix {fix} (parent {parent}).",
+        "# Written by `patchwarden task from-fix`.",
         "# target.*: the fix's tests that fail on the base and pass with the fix on every seed.",
         "# guard.*: tests of the same modules that pass on both on every seed.",
         "contract_version: 1",

@@ -1203,3 +1203,133 @@ def test_a_test_module_the_proxy_cannot_import_falls_back_naming_why(tmp_path: P
     assert got == {
         "broken": ("fail", "prop.broken|NotRun|tests/test_broken.py::test_broken", "isolated")
     }
+
+
+IN_PACKAGE_TESTS = {
+    "pkg/__init__.py": "from .core import clamp\n",
+    "pkg/conftest.py": "import pytest\n\n\n@pytest.fixture\ndef top():\n    return 10\n",
+    "pkg/tests/__init__.py": "LOW = 0\n",
+    "pkg/tests/conftest.py": textwrap.dedent(
+        """
+        import pytest
+        from pkg.core import clamp
+
+        @pytest.fixture
+        def clamp_fn():
+            return clamp
+        """
+    ),
+    "pkg/tests/helpers.py": textwrap.dedent(
+        """
+        from ..core import clamp
+
+        def clamped_all(xs, lo, hi):
+            return [clamp(x, lo, hi) for x in xs]
+        """
+    ),
+    "pkg/tests/test_x.py": textwrap.dedent(
+        """
+        import sys
+        import types
+
+        from hypothesis import given, strategies as st
+
+        import pkg
+        from pkg import core
+        from ..core import clamp
+        from . import LOW, helpers
+        from .helpers import clamped_all
+
+        def test_where():
+            assert type(pkg).__name__ == "ProxyModule" and type(core).__name__ == "ProxyModule"
+            assert __name__ == "pkg.tests.test_x"
+            assert type(sys.modules[__name__]) is types.ModuleType
+            assert type(pkg.tests) is types.ModuleType and pkg.tests is sys.modules["pkg.tests"]
+            assert type(helpers) is types.ModuleType and helpers.__file__.endswith("helpers.py")
+
+        def test_upper(clamp_fn, top):
+            assert clamped_all([top + 5, LOW - 1], LOW, top) == [top, LOW]
+            assert clamp_fn(top + 1, LOW, top) == top
+
+        @given(st.integers(), st.integers(), st.integers())
+        def test_within(x, a, b):
+            lo, hi = min(a, b), max(a, b)
+            assert lo <= clamp(x, lo, hi) <= hi
+
+        def test_importlib_mode():
+            # pytest's importlib mode imports the parent package by its path: the product's
+            # answer about its file (a lie here) must not have pytest run it in the oracle.
+            from pathlib import Path
+            from _pytest.pathlib import import_path
+
+            path = Path("pkg2/tests/test_y.py").resolve()
+            mod = import_path(path, mode="importlib", root=Path.cwd(),
+                              consider_namespace_packages=False)
+            assert mod.__name__ == "pkg2.tests.test_y" and mod.VALUE == 4
+            assert type(sys.modules["pkg2"]).__name__ == "ProxyModule"
+            assert sys.modules["pkg2"].__file__ == "/elsewhere/pkg2/__init__.py"
+        """
+    ),
+    "pkg2/__init__.py": "__file__ = '/elsewhere/pkg2/__init__.py'\n\ndef four():\n    return 4\n",
+    "pkg2/tests/__init__.py": "",
+    "pkg2/tests/test_y.py": "from pkg2 import four\n\nVALUE = four()\n",
+    "pkg/test_beside.py": textwrap.dedent(
+        """
+        from . import clamp
+
+        def test_beside():
+            assert clamp(7, 0, 5) == 5
+        """
+    ),
+}
+CLAMP = {
+    "fixed": "def clamp(x, lo, hi):\n    return max(lo, min(x, hi))\n",
+    "buggy": "def clamp(x, lo, hi):\n    return max(lo, min(x, hi + 1))\n",
+}
+
+
+@pytest.mark.parametrize("product", ["fixed", "buggy"])
+def test_tests_inside_the_product_package_run_isolated(tmp_path: Path, product: str) -> None:
+    # pkg/tests/ (its __init__, conftest and helpers) and a target beside the product code
+    # are the oracle's own code; pkg and pkg.core stay proxies: relative imports from the
+    # tests reach the product, and the tests' own modules are never the product's.
+    root = tmp_path / product
+    for rel, text in {**IN_PACKAGE_TESTS, "pkg/core.py": CLAMP[product]}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    for path in (root, *[p for p in root.rglob("*") if p.is_dir()]):
+        path.chmod(0o755)
+    names = ("where", "upper", "within", "importlib_mode")
+    result = run_properties(
+        root,
+        [
+            *[PropertyTarget(f"prop.{n}", f"pkg/tests/test_x.py::test_{n}") for n in names],
+            PropertyTarget("prop.beside", "pkg/test_beside.py::test_beside"),
+        ],
+        11,
+        SandboxConfig(),
+        contract_paths=["pkg/tests/test_x.py", "pkg/test_beside.py"],
+        limits=LIMITS,
+    )
+    assert result.complete and not result.missing and not result.forged, result.problems
+    got = {r.prop: (r.status, r.witness, r.isolation) for r in result.records}
+    if product == "fixed":
+        assert got == {
+            "prop.where": ("pass", "", "isolated"),
+            "prop.upper": ("pass", "", "isolated"),
+            "prop.within": ("pass", "", "isolated"),
+            "prop.importlib_mode": ("pass", "", "isolated"),
+            "prop.beside": ("pass", "", "isolated"),
+        }
+    else:
+        assert got == {
+            "prop.where": ("pass", "", "isolated"),
+            "prop.upper": ("fail", "prop.upper|AssertionError|pkg/tests/test_x.py:21", "isolated"),
+            "prop.within": (
+                "fail",
+                "prop.within|AssertionError|pkg/tests/test_x.py:27",
+                "isolated",
+            ),
+            "prop.importlib_mode": ("pass", "", "isolated"),
+            "prop.beside": ("fail", "prop.beside|AssertionError|pkg/test_beside.py:5", "isolated"),
+        }

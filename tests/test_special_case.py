@@ -53,6 +53,7 @@ def test_clamp():
 def test_split():
     assert list(split_before([], lambda x: x == 1, maxsplit=0)) == []
     assert split_before("ab" + "cd", 1) == "-".join(["x", "y"])
+    assert split_before("-".join(["pp", "qq"]), 2)
 '''
 INPUTS = PropertyInputs.from_sources({"tests/properties/test_m.py": PROPERTY_FILE}, PROPERTIES)
 BASE = """\
@@ -256,7 +257,9 @@ def test_property_inputs_belong_to_their_property() -> None:
     assert owners[("num", "15")] == ("prop.clamp",)
     assert owners[("str", "abcdef")] == ("prop.sliced",)
     assert owners[("str", "abcd")] == ("prop.split",)  # built: "ab" + "cd"
-    assert owners[("str", "x-y")] == ("prop.split",)  # built: "-".join(...)
+    assert owners[("str", "pp-qq")] == ("prop.split",)  # built: "-".join(...)
+    # What a test expects back is no input: the constant side of an assert's comparison.
+    assert ("str", "x-y") not in owners
     assert owners[("str", "Helper")] == ("prop.sliced", "prop.clamp", "prop.split")
     assert owners[("str", "marker")] == ("prop.sliced", "prop.clamp", "prop.split")
     assert ("str", "Properties of m.") not in owners
@@ -344,3 +347,109 @@ def test_case_logic_and_arithmetic_are_no_boundaries() -> None:
     assert _moved(SCOPED.replace("max_size <= 0", "max_size <= 1")) == [
         "m.py: sliced: numeric constants: removed 0; added 1"
     ]
+
+
+EXPECTING = [
+    ("guard.hour", "tests/test_d.py::test_hour"),
+    ("guard.inf", "tests/test_d.py::test_inf"),
+    ("guard.parts", "tests/test_d.py::test_parts"),
+    ("guard.minute", "tests/test_d.py::TestParse::test_minute"),
+]
+EXPECTING_FILE = """\
+import unittest
+
+import pytest
+
+from d import parse, parse_float, split
+
+
+def test_hour():
+    assert parse("2020-01-01T06:30").hour == 6
+
+
+def test_inf():
+    assert parse_float("inf") == float("+inf")
+    assert parse_float("1.5e0") == pytest.approx(1.5)
+
+
+def test_parts():
+    assert len(split("a.b.c.d.e.f.g")) == 7
+
+
+class TestParse(unittest.TestCase):
+    def test_minute(self):
+        self.assertEqual(parse("2020-01-01T06:45").minute, 45)
+        self.assertRaises(ValueError, parse, "2020-01-01T99:99")
+"""
+EXPECTING_INPUTS = PropertyInputs.from_sources({"tests/test_d.py": EXPECTING_FILE}, EXPECTING)
+D_BASE = """\
+def parse(text):
+    return Moment(text)
+
+
+def parse_float(text):
+    value = float(text)
+    return value
+
+
+def split(text):
+    parts = text.split(".")
+    return parts
+"""
+
+
+def _in_d(anchor: str, code: str) -> str:
+    assert D_BASE.count(anchor) == 1, anchor
+    return D_BASE.replace(anchor, anchor + code)
+
+
+PARSE, FLOAT, SPLIT_AT = (
+    "def parse(text):\n",
+    "    value = float(text)\n",
+    '    parts = text.split(".")\n',
+)
+EXPECTED_CASES = [
+    # Honest fixes that compare with a constant a guard only expects back.
+    (_in_d(FLOAT, "    if value == float('+inf'):\n        return value\n"), []),
+    (_in_d(SPLIT_AT, "    if len(parts) > 7:\n        raise ValueError\n"), []),
+    (_in_d(PARSE, "    if len(text) > 6 and text[-2:] >= '45':\n        pass\n"), []),
+    (_in_d(FLOAT, "    if value == 1.5:\n        return value\n"), []),
+    # Cheats on what the guards feed the product: still special cases.
+    (
+        _in_d(PARSE, "    if text == '2020-01-01T06:30':\n        return 6\n"),
+        ["special-cases an input of guard.hour: d.py:2: parse tests '2020-01-01T06:30'"],
+    ),
+    (
+        _in_d(PARSE, "    if text == '2020-01-01T06:45':\n        return 45\n"),
+        ["special-cases an input of guard.minute: d.py:2: parse tests '2020-01-01T06:45'"],
+    ),
+    (
+        _in_d(PARSE, "    if text == '2020-01-01T99:99':\n        raise ValueError\n"),
+        ["special-cases an input of guard.minute: d.py:2: parse tests '2020-01-01T99:99'"],
+    ),
+    (
+        _in_d(FLOAT, "    if text == '1.5e0':\n        return 1.5\n"),
+        ["special-cases an input of guard.inf: d.py:7: parse_float tests '1.5e0'"],
+    ),
+    (
+        _in_d(SPLIT_AT, "    if text == 'a.b.c.d.e.f.g':\n        return list(text)\n"),
+        ["special-cases an input of guard.parts: d.py:12: split tests 'a.b.c.d.e.f.g'"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("patch", "expected"), EXPECTED_CASES)
+def test_an_expected_value_is_no_input_but_what_a_test_feeds_in_is(
+    patch: str, expected: list[str]
+) -> None:
+    found = special_cases("d.py", D_BASE, patch, EXPECTING_INPUTS)
+    assert [c.evidence() for c in found] == expected
+
+
+def test_what_a_test_expects_back_is_no_input() -> None:
+    owners = EXPECTING_INPUTS.owners
+    assert owners[("str", "2020-01-01T06:45")] == ("guard.minute",)
+    assert owners[("str", "2020-01-01T99:99")] == ("guard.minute",)  # assertRaises' input
+    for value in (("num", "6"), ("num", "7"), ("num", "45"), ("num", "1.5"), ("str", "+inf")):
+        assert value not in owners  # expected back: the constant side of a comparison
+    assert ("num", "Infinity") not in owners

@@ -83,6 +83,8 @@ def test_digits():
 
 @pytest.mark.parametrize("spec", ["z-a", "9-0"])
 def test_reversed_range_matches_nothing(spec):
+    \"\"\"A reversed range is a pattern that
+    matches no character.\"\"\"
     assert bracket(spec).match("m") is None
 """
 EXTRA_TESTS = """\
@@ -219,6 +221,18 @@ def test_task_from_a_fix_that_rewrites_the_test_of_the_old_behaviour(
     assert (reference.tree / "globber.py").data_stream.read().decode() == NEW
     contract = (base.tree / "contract/differential-contract.yaml").data_stream.read().decode()
     assert 'spec_paths:\n  - "tests/test_globber.py"\n' in contract
+    # The agent reads the contract and the base's history: neither leads to the fix.
+    fix = repo.commit("fix")
+    for text in (contract, base.message):
+        assert fix.hexsha[:7] not in text and "brackets" not in text and fix.message not in text
+    assert contract.splitlines()[0] == "# Written by `patchwarden task from-fix`."
+    # Each property's oracle says what its test checks: its name and docstring.
+    assert (
+        '  - id: "target.reversed_range_matches_nothing"\n'
+        '    oracle: "reversed range matches nothing: A reversed range is a pattern that '
+        'matches no character."\n'
+    ) in contract
+    assert '  - id: "guard.simple_range"\n    oracle: "simple range"\n' in contract
     # The user's branches and checkout are untouched.
     assert repo.head.commit.hexsha == repo.commit("v1").hexsha
     assert {h.name for h in repo.heads} >= {"main"}
@@ -371,6 +385,47 @@ def test_the_report_names_targets_counts_guards_and_lists_exclusions(
     assert not task.validated
 
 
+def test_the_validated_hint_names_the_config_the_task_was_built_with(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from patchwarden.scorer import Property, Task, Validation
+    from patchwarden.server.cli._task import _report
+
+    task = Task(
+        name="brackets",
+        repo=Path("/src/globber"),
+        fix="f" * 40,
+        parent="p" * 40,
+        base="b" * 40,
+        reference="r" * 40,
+        contract="contract/differential-contract.yaml",
+        seeds=(11,),
+        test_changes=["tests/t.py"],
+        product_changes=["globber.py"],
+        properties=[Property(id="target.t", test="tests/t.py::test_t")],
+        results=[],
+        validation=[
+            Validation("reference", "accept", "v-ref", ok=True, why=""),
+            Validation("empty", "reject", "v-empty", ok=True, why=""),
+        ],
+    )
+    _report(task, Path("ops/patchwarden.yaml"))
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "validated. score a patch with `patchwarden score --repo /src/globber --parent "
+        "refs/heads/patchwarden/tasks/brackets/base --patch PATCH --contract "
+        "contract/differential-contract.yaml --config ops/patchwarden.yaml`"
+    )
+
+
+def test_a_property_oracle_says_what_its_test_checks() -> None:
+    from patchwarden.scorer._task import oracle_text
+
+    assert oracle_text("t.py::test_reversed_range") == "reversed range"
+    assert oracle_text("t.py::TestParseDate::test_iso_week", "Weeks count from Monday.") == (
+        "parse date: iso week: Weeks count from Monday."
+    )
+
+
 PROPERTY = """\
 from globber import bracket
 
@@ -502,3 +557,102 @@ def test_a_test_that_hangs_on_the_base_is_a_target_and_one_that_falls_back_is_ex
         "(scorer.isolation: pass keeps such tests)"
     )
     assert task["validation"] == {"reference": "accept", "empty": "reject"}
+
+
+FLOOR_OLD = "def floor0(n):\n    return n\n"
+FLOOR_NEW = "def floor0(n):\n    return max(n, 0)\n"
+HIDDEN_TESTS = """\
+import loop
+
+
+def test_patched_negative(monkeypatch):
+    monkeypatch.setattr(loop, "STEP", 1, raising=False)
+    assert loop.floor0(-1) == 0
+
+
+def test_mocked(mocker):
+    assert loop.floor0(2) == 2
+"""
+
+
+@pytest.mark.bwrap
+def test_a_task_without_target_names_what_excluded_the_tests_that_show_the_bug(
+    tmp_path: Path,
+) -> None:
+    # The one test that fails on the base and passes on the reference patches the product
+    # (it falls back, excluded); another needs a plugin's fixture the run does not have; a
+    # third module does not import. None of them is "the fix's tests do not show the bug".
+    repo = init_repo(tmp_path / "repo")
+    commit(repo, {"pyproject.toml": PYPROJECT, "loop.py": FLOOR_OLD}, "loop 1.0")
+    commit(
+        repo,
+        {
+            "loop.py": FLOOR_NEW,
+            "tests/test_loop.py": HIDDEN_TESTS,
+            "tests/test_broken.py": "from loop import nope\n\n\ndef test_nope():\n    pass\n",
+        },
+        "stop below zero",
+    )
+    repo.create_tag("fix")
+    config = operator_config(tmp_path / "config.yaml", state=tmp_path / "s", logs=tmp_path / "l")
+    config.write_text(
+        config.read_text() + "  run_limits:\n    call_timeout_s: 3\n", encoding="utf-8"
+    )
+    kept = tmp_path / "runs"
+    done = patchwarden(
+        "task", "from-fix", "--repo", str(tmp_path / "repo"), "--fix", "fix",
+        "--name", "hidden", "--config", str(config), "--keep-runs", str(kept),
+        env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "xdg")},
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[3:] == [
+        "targets: 0",
+        "guards: 0",
+        "excluded: 2",
+        "  tests/test_loop.py::test_patched_negative: runs in-process: the property sets "
+        "loop.STEP (patches the product) (scorer.isolation: pass keeps such tests) (base "
+        "fail/fail/fail; reference pass/pass/pass; first failure "
+        "AssertionError|tests/test_loop.py:6)",
+        "  tests/test_loop.py::test_mocked: not run on the base and the reference: its setup "
+        "failed: FixtureLookupError: fixture 'mocker' not found (tests/test_loop.py:9) (base "
+        "fail/fail/fail; reference fail/fail/fail; first failure "
+        "FixtureLookupError|setup:?)",
+        "not collected on the base: tests/test_broken.py: ImportError: cannot import name "
+        "'nope' from 'loop' (/workspace/loop.py) (tests/test_broken.py:1)",
+        "not validated: no target: 1 test(s) fail on the base and pass on the reference on "
+        "every seed but were excluded: tests/test_loop.py::test_patched_negative: runs "
+        "in-process: the property sets loop.STEP (patches the product) (scorer.isolation: "
+        "pass keeps such tests)",
+    ]
+    # The build's own runs, for a person: each tried test's record per side and seed.
+    assert sorted(p.name for p in kept.iterdir() if p.suffix == ".json") == [
+        f"{side}-seed{seed}.json" for side in ("base", "reference") for seed in (11, 29, 47)
+    ]
+    evidence = json.loads((kept / "base-seed11.json").read_text())
+    assert [(r["test"], r["status"], r["cause"]) for r in evidence["records"]] == [
+        ("tests/test_loop.py::test_patched_negative", "fail", ""),
+        (
+            "tests/test_loop.py::test_mocked",
+            "fail",
+            "its setup failed: FixtureLookupError: fixture 'mocker' not found "
+            "(tests/test_loop.py:9)",
+        ),
+    ]
+
+    # contract check names the same causes: the fixture, and the module that did not collect.
+    contract = (
+        "contract_version: 1\nseeds: [11]\nspec_paths: [tests]\nproperties:\n"
+        "  - id: prop.mocked\n    oracle: floor0 of a positive number is itself\n"
+        "    test: tests/test_loop.py::test_mocked\n"
+    )
+    commit(repo, {"contract/differential-contract.yaml": contract}, "a contract")
+    check = patchwarden(
+        "contract", "check", "--repo", str(tmp_path / "repo"), "--base", "HEAD",
+        "--config", str(config), env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "xdg")},
+    )  # fmt: skip
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert (
+        "not run: prop.mocked: its setup failed: FixtureLookupError: fixture 'mocker' not "
+        "found (tests/test_loop.py:9)"
+    ) in check.stdout.splitlines()

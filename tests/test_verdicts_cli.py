@@ -156,15 +156,18 @@ def test_verdicts_list_reads_where_score_wrote_as_a_table_and_json(
     assert (code, err) == (0, "")
     assert out.splitlines() == [
         f"VERDICT{' ' * 27}DECISION        DECIDED BY           GATE            PATCH"
-        "         PARENT        REASONS",
-        f"{accept['verdict_id']}  accept          -                    accept          "
-        f"{accept['patch_sha'][:12]}  {accept['parent_sha'][:12]}  "
+        "         PARENT        FINDINGS    REASONS",
+        # The fix that peeks at pytest is an accept a person must look at, never clean.
+        f"{accept['verdict_id']}  accept*         -                    accept          "
+        f"{accept['patch_sha'][:12]}  {accept['parent_sha'][:12]}  suspicious  "
         "2 both_pass, 1 parent_fail_cleared",
         f"{proposal['verdict_id']}  propose_freeze  shared_variant_fail  propose_freeze  "
-        f"{proposal['patch_sha'][:12]}  {proposal['parent_sha'][:12]}  "
+        f"{proposal['patch_sha'][:12]}  {proposal['parent_sha'][:12]}  -           "
         "1 shared_variant_fail, 2 both_pass",
         f"2 verdicts; bundles under {scored.logs / 'verdicts'}",
-    ]
+        "accept*: an accept with review findings, for a person to look at",
+    ], out
+    assert [e["findings"] for e in entries] == [["suspicious"], []]
 
 
 def test_verdicts_show_reads_a_verdict_by_prefix(scored: Scored) -> None:
@@ -208,6 +211,9 @@ def test_verdicts_show_reads_a_verdict_by_prefix(scored: Scored) -> None:
     assert code == 0
     out = _cli("verdicts", "show", verdict_id, "--log-dir", str(scored.logs))[1]
     assert "(approved, expires 2999-12-31T23:59:59Z, known_flake)" in out
+    # The accept that carries a review finding says so in its header.
+    out = _cli("verdicts", "show", entries[0]["verdict_id"], "--log-dir", str(scored.logs))[1]
+    assert out.splitlines()[1] == "decision  accept* (review findings: suspicious)"
 
 
 def test_verdicts_errors_are_one_line(scored: Scored, tmp_path: Path) -> None:
@@ -263,13 +269,14 @@ def test_verdicts_list_names_what_decided(synthetic: tuple[Path, str, str]) -> N
         for n, vid in ((1, regression), (2, held_out))
     }
     assert out.splitlines() == [
-        f"VERDICT{' ' * 27}DECISION  DECIDED BY  GATE    PATCH         PARENT        REASONS",
+        f"VERDICT{' ' * 27}DECISION  DECIDED BY  GATE    PATCH         PARENT        FINDINGS"
+        "     REASONS",
         f"{regression}  reject    regression  reject  {sha[regression][0]}  "
-        f"{sha[regression][1]}  1 regression, 1 parent_fail_cleared, 57 both_pass",
+        f"{sha[regression][1]}  spec_review  1 regression, 1 parent_fail_cleared, 57 both_pass",
         f"{held_out}  reject    held_out    accept  {sha[held_out][0]}  {sha[held_out][1]}  "
-        "1 parent_fail_cleared",
+        "spec_review  1 parent_fail_cleared",
         f"2 verdicts; bundles under {logs / 'verdicts'}",
-    ]
+    ], out
 
 
 def _section(out: str, heading: str) -> list[str]:

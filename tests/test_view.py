@@ -216,6 +216,15 @@ def test_list_pages_newest_first_with_counts_and_filters(view: TestClient) -> No
     row = first.text.split(f'href="/verdicts/{verdict_id(500)}"')[1].split("</tr>")[0]
     assert re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", row)).count("of 9") == 2
     assert "spec_review" in row
+    # An accept that carries a review finding never looks like a clean accept.
+    marked = (
+        '<span class="badge d-accept marked" title="an accept with review findings: '
+        'spec_review">accept*</span>'
+    )
+    top = first.text.split(f'href="/verdicts/{verdict_id(502)}"')[0].rsplit("<tr", 1)[1]
+    assert marked in top
+    page = view.get(f"/verdicts/{verdict_id(502)}").text
+    assert f'<span id="decision" class="decision">{marked}</span>' in page
     rejects = view.get("/?decision=reject")
     listed = re.findall(r'class="vid" href="/verdicts/([^"?]+)\?decision=reject"', rejects.text)
     assert len(listed) == 31  # 30 of the 120 and verdict 500

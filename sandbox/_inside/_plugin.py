@@ -59,6 +59,8 @@ class Reporter:
         self.seen_tampered = set()
         self.module_globals = {}  # property module name -> (module, {global: value})
         self.summaries = {}  # agent: (node id, when) -> the failure's summary (_failures)
+        self.causes = {}  # scorer: prop -> why it failed for a reason of the run's (_cause)
+        self.collect_causes = {}  # scorer: collector node id -> why it did not collect
 
     def pytest_addoption(self, parser):
         # pytest's unittest support asks for --pdb and --trace on every TestCase item
@@ -207,6 +209,9 @@ class Reporter:
             self._record(item, prop, "fail", f"{prop}|Skipped|{report.when}")
         elif report.failed:
             _refuse_proxy_type_errors(call.excinfo)
+            if report.when == "setup" and call.excinfo is not None:
+                # Not the product's answer: the test never started (a fixture not found).
+                self.causes.setdefault(prop, f"its setup failed: {_cause(call.excinfo.value)}")
             if call.excinfo is not None:
                 exc_type = call.excinfo.type.__name__
                 where = _assertion_id(call.excinfo, test_file)
@@ -269,6 +274,8 @@ class Reporter:
         # a failed test's summary was made with its report.
         if MODE == "scorer" and report.when == "collect" and call.excinfo is not None:
             self._refuse_import_limit(node, report.nodeid, call.excinfo.value)
+            exc = _collection_exception(call.excinfo.value) or call.excinfo.value
+            self.collect_causes.setdefault(report.nodeid, f"it did not collect: {_cause(exc)}")
         if MODE == "agent" and report.when == "collect" and call.excinfo is not None:
             exc = _collection_exception(call.excinfo.value)
             if exc is not None:
@@ -330,6 +337,14 @@ class Reporter:
             status, witness, duration = self.outcomes.get(
                 prop, ("fail", f"{prop}|NotRun|{node}", 0.0)
             )
+            cause = self.causes.get(prop) or next(
+                (
+                    why
+                    for collector, why in self.collect_causes.items()
+                    if status == "fail" and _within(node, collector)
+                ),
+                "",
+            )
             rows.append(
                 {
                     "prop": prop,
@@ -339,6 +354,7 @@ class Reporter:
                     "duration_s": duration,
                     "settings": self.fingerprints.get(prop, ""),
                     "isolation": _isolation_of(prop),
+                    "cause": cause,
                 }
             )
         self._note_tampered("at the end")
@@ -401,6 +417,37 @@ def _collection_exception(exc):
     ):
         return cause
     return None
+
+
+def _within(node, collector):
+    """A test node id is ``collector``'s or one of its children's (a module, a class in it,
+    a package directory)."""
+    return node == collector or node.startswith((collector + "::", collector + "/"))
+
+
+def _cause(exc):
+    """An exception that stopped a test before it ran, as diagnostics (never a decision):
+    its type, its message's first line and the file:line in the tree it came from
+    (``ImportError: cannot import name 'x' from 'pkg' (pkg/tests/test_x.py:3)``)."""
+    if isinstance(exc, pytest.FixtureLookupError):
+        text = f"fixture {exc.argname!r} not found"
+    else:
+        try:
+            text = str(exc).strip()
+        except Exception:
+            text = ""
+    text = (text.splitlines() or [""])[0][:200]
+    where = "?"
+    if isinstance(exc, SyntaxError) and exc.filename:
+        where = f"{_relpath(exc.filename)}:{exc.lineno}"
+    elif isinstance(exc, pytest.FixtureLookupError) and exc.request is not None:
+        function = getattr(exc.request, "function", None)
+        code = getattr(function, "__code__", None)
+        if code is not None:
+            where = f"{_relpath(code.co_filename)}:{code.co_firstlineno}"
+    else:
+        where = _traceback_id(exc.__traceback__, "")
+    return f"{type(exc).__name__}{': ' + text if text else ''} ({where})"
 
 
 def _refuse_proxy_type_errors(excinfo):

@@ -31,6 +31,7 @@ import contextlib
 import importlib
 import importlib.abc
 import importlib.machinery
+import importlib.util
 import json
 import os
 import pathlib
@@ -408,6 +409,10 @@ _FUNCTION_INTERNALS = frozenset(
 ``inspect.getsource``, ``typing.get_type_hints`` do) is refused, so the property runs
 in-process and gets the real answer instead of a stand-in's."""
 _IMPORTING: set[str] = set()
+TEST_DIRECTORIES = frozenset({"test", "tests"})
+"""Directory names whose modules are the oracle's own test code inside a product package
+(``pkg/tests/``): the default protected paths restore them from the parent. Not
+``testing``: ``click.testing``, ``numpy.testing`` are product API."""
 
 
 class ProductAlias(typing._GenericAlias, _root=True):  # type: ignore[name-defined,call-arg,misc]
@@ -1001,7 +1006,7 @@ class ProxyModule(types.ModuleType):
         return _namespace(self._pw_module(), self.__name__)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name in _MODULE_OWN or type(value) is ProxyModule:
+        if name in _MODULE_OWN or type(value) is ProxyModule or _own_submodule(self, name, value):
             _module_dict(self)[name] = value  # the import system's own bookkeeping
             return
         raise _refuse(f"the property sets {self.__name__}.{name} (patches the product)")
@@ -1010,19 +1015,78 @@ class ProxyModule(types.ModuleType):
         raise _refuse(f"the property deletes {self.__name__}.{name} (patches the product)")
 
 
-class ProductFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """First on sys.meta_path: every module of the product is a proxy module."""
+def _own_submodule(module: ProxyModule, name: str, value: Any) -> bool:
+    """The import system binding a test package or module of the oracle's (``pkg.tests``)
+    on its proxy parent: kept here, never sent to the product."""
+    finder = ISOLATION["finder"]
+    full = f"{module.__name__}.{name}"
+    return (
+        isinstance(value, types.ModuleType)
+        and _module_dict(value).get("__name__") == full
+        and finder is not None
+        and finder.oracle_own(full) is not None
+    )
 
-    def __init__(self, names: list[str]) -> None:
+
+class ProductFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """First on sys.meta_path: every module of the product is a proxy module; the tests a
+    product package holds are the oracle's own, loaded from the oracle's tree."""
+
+    def __init__(self, names: list[str], tree: str = "", roots: Any = (), own: Any = ()) -> None:
         self.names = names
+        self.tree, self.roots, self.own = tree, [str(r) for r in roots], frozenset(own)
         self.facts: dict[str, Any] = {}
 
+    def package(self, name: str) -> str | None:
+        """The product package ``name`` is in (None: not the product's)."""
+        return next((n for n in self.names if name == n or name.startswith(n + ".")), None)
+
     def owns(self, name: str) -> bool:
-        return any(name == n or name.startswith(n + ".") for n in self.names)
+        return self.package(name) is not None and self.oracle_own(name) is None
+
+    def oracle_own(self, name: str) -> str | None:
+        """Where the oracle's tree holds ``name``, when it is test code under a product
+        package (docs/design/isolated-oracle.md, "Tests inside a product package"): a
+        module of a directory named as TEST_DIRECTORIES (its ``__init__``, test modules,
+        conftests and helpers), a ``conftest``, or one of the run's own test files. None:
+        the product's."""
+        package = self.package(name)
+        if package is None:
+            return None
+        inner = name[len(package) :].split(".")[1:]
+        if not inner:
+            return None
+        parts = package.split(".")
+        places = (os.path.normpath(os.path.join(self.tree, r, *parts)) for r in self.roots)
+        base = next((place for place in places if os.path.isdir(place)), None)
+        if base is None:
+            return None
+        where = os.path.join(base, *inner)
+        directory = os.path.isdir(where)
+        tests = any(part in TEST_DIRECTORIES for part in inner[: None if directory else -1])
+        if not (tests or inner[-1] == "conftest" or name in self.own):
+            return None
+        if directory:
+            return where
+        return where + ".py" if os.path.isfile(where + ".py") else None
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if not self.owns(name):
+        if self.package(name) is None:
             return None
+        where = self.oracle_own(name)
+        if where is not None:
+            # Found in the oracle's own tree, never through the proxy package's __path__
+            # (the product's answer).
+            if not os.path.isdir(where):
+                return importlib.util.spec_from_file_location(name, where)
+            init = os.path.join(where, "__init__.py")
+            if os.path.isfile(init):
+                return importlib.util.spec_from_file_location(
+                    name, init, submodule_search_locations=[where]
+                )
+            spec = importlib.machinery.ModuleSpec(name, None, is_package=True)
+            spec.submodule_search_locations = [where]
+            return spec
         link = _link()
         _IMPORTING.add(name)
         try:
@@ -1036,11 +1100,25 @@ class ProductFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         is_package = facts.get("path") is not None
         spec = importlib.machinery.ModuleSpec(name, self, is_package=is_package)
         if facts.get("file"):
-            spec.origin = facts["file"]
+            # pytest's importlib mode imports a parent package by its path, and runs the
+            # file itself unless the spec's origin is that path: the origin is where the
+            # oracle's tree has the module, never the product's answer (which could name
+            # another file). __file__ stays the product's answer (provenance reads it).
+            spec.origin = self.tree_file(name) or facts["file"]
             spec.has_location = True
         if is_package:
             spec.submodule_search_locations = list(facts["path"])
         return spec
+
+    def tree_file(self, name: str) -> str | None:
+        """The file of module ``name`` in the oracle's tree (its ``__init__.py`` for a
+        package), from the first import root that has it; None: not there."""
+        for root in self.roots:
+            base = os.path.normpath(os.path.join(self.tree, root, *name.split(".")))
+            for candidate in (os.path.join(base, "__init__.py"), base + ".py"):
+                if os.path.isfile(candidate):
+                    return candidate
+        return None
 
     def create_module(self, spec: Any) -> Any:
         return ProxyModule(spec.name)
@@ -1050,6 +1128,8 @@ class ProductFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         own = _module_dict(module)
         own["__pw_handle__"] = object.__getattribute__(handle, "_pw_id")
         own["__doc__"] = facts.get("doc") if type(facts.get("doc")) is str else None
+        if type(facts.get("file")) is str:
+            own["__file__"] = facts["file"]
 
 
 def _proxy_module(number: int, name: str) -> ProxyModule | None:
@@ -1078,9 +1158,12 @@ def _oracle_own(name: str) -> bool:
     return name == "conftest" or name.startswith("test")
 
 
-def install_proxies(opts: dict[str, str], tree: str, spec_root: str, layout: Any) -> None:
+def install_proxies(
+    opts: dict[str, str], tree: str, spec_root: str, layout: Any, targets: Any = ()
+) -> None:
     """Connect to the product process and put the finder first on sys.meta_path. Product
-    names: the layout's packages, minus conftest (pytest's, per directory)."""
+    names: the layout's packages, minus conftest (pytest's, per directory) and the test
+    code inside them (``ProductFinder.oracle_own``; ``targets``' files are the run's own)."""
     fds = [int(x) for x in opts["product-fds"].split(",")]
     req_fd, rep_fd, status_fd, *beat = (os.dup(fd) for fd in fds)
     for fd in fds:
@@ -1092,5 +1175,14 @@ def install_proxies(opts: dict[str, str], tree: str, spec_root: str, layout: Any
     link = _Link(req_fd, rep_fd, status_fd, timeout, beat[0] if beat else None, test_timeout)
     ISOLATION["link"] = link
     names = [str(p) for p in layout.get("packages", []) if not _oracle_own(str(p))]
-    ISOLATION["finder"] = ProductFinder(names)
+    roots = [str(r) for r in layout.get("roots", ["."])]
+    own = set()
+    if spec_root == tree:
+        for _prop, node in targets:
+            path = str(node).split("::", 1)[0].removesuffix(".py")
+            for root in roots:
+                inner = os.path.relpath(path, root)
+                if not inner.startswith(".."):
+                    own.add(inner.replace(os.sep, ".").removesuffix(".__init__"))
+    ISOLATION["finder"] = ProductFinder(names, tree, roots, own)
     sys.meta_path.insert(0, ISOLATION["finder"])

@@ -14,7 +14,17 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._audit import _arm, _interpreter_dirs, _undumpable
-    from ._boot import CHANNEL_FD, LAYOUT, MODE, OPTS, SIGNER_START_S, SPEC_ROOT, TREE, _tree_paths
+    from ._boot import (
+        CHANNEL_FD,
+        LAYOUT,
+        MODE,
+        OPTS,
+        SIGNER_START_S,
+        SPEC_ROOT,
+        TARGETS,
+        TREE,
+        _tree_paths,
+    )
     from ._proxy import install_proxies
     from ._session import main
     from ._signer import _signer
@@ -56,7 +66,7 @@ if MODE == "scorer":
     _arm(CHANNEL_FD, _SIGNER, _signer.__code__, _interpreter_dirs())
 if MODE == "scorer" and "product-fds" in OPTS:
     # Isolated: the product's modules are proxies to the product process, never imported here.
-    install_proxies(OPTS, TREE, SPEC_ROOT, LAYOUT)
+    install_proxies(OPTS, TREE, SPEC_ROOT, LAYOUT, TARGETS)
 # The project's code comes from the tree, ahead of anything the interpreter has installed.
 sys.path[0:0] = _tree_paths()
 main()

@@ -10,7 +10,9 @@ What the property files offer (:class:`PropertyInputs`): every literal (numbers,
 bytes, and lists, tuples, sets and dicts of them, with their elements), strings built from
 literals (``"ab" + "c"``, ``"-".join(["a", "b"])``, f-strings of literals), and the names
 the files define (classes, attributes and methods of their classes, attributes they set),
-which product code can only name as strings. Docstrings are not inputs.
+which product code can only name as strings. Docstrings are not inputs, nor are the values
+a test expects back (the constant side of an ``assert`` comparison, ``pytest.approx``, a
+unittest comparison's constant: :func:`_expected_values`); what it feeds the product is.
 
 What counts in the patch (:func:`special_cases`), per function, class body or module body,
 against the parent's version of the same scope: the literals of ``if``/``while``/``assert``
@@ -51,6 +53,16 @@ TRIVIAL_INTEGERS = range(-2, 3)
 """Bounds every guard draws (``n < 0``, ``len(x) == 2``): too common to be a signature alone."""
 POSITIVE_OPS = (ast.Eq, ast.In, ast.Is)
 """What keys a branch on one value: ``==``, ``in``, ``is``."""
+UNITTEST_COMPARISONS = frozenset(
+    {"assertEqual", "assertNotEqual", "assertAlmostEqual", "assertNotAlmostEqual",
+     "assertIn", "assertNotIn", "assertIs", "assertIsNot", "assertGreater",
+     "assertGreaterEqual", "assertLess", "assertLessEqual", "assertCountEqual",
+     "assertListEqual", "assertTupleEqual", "assertDictEqual", "assertSetEqual",
+     "assertSequenceEqual", "assertMultiLineEqual"}
+)  # fmt: skip
+"""unittest's comparisons: a constant among their first two arguments is the expected value
+(``assertRaises`` and the like are not here: their arguments are the product's inputs)."""
+_APPROX = frozenset({"approx", "pytest.approx"})
 
 
 class _NotFolded(Exception):
@@ -258,6 +270,15 @@ def _fold_call(node: ast.Call, names: Mapping[str, object] | None) -> object:
             and all(isinstance(p, str) for p in parts)
         ):
             return _bounded(sep.join(parts))
+    if func == "float" and len(node.args) == 1 and not node.keywords:
+        # float("+inf"), float("nan"): the value, so a product's comparison with it is a
+        # number, not the string a property may hold.
+        arg = fold(node.args[0], names)
+        if isinstance(arg, int | str) and not isinstance(arg, bool):
+            try:
+                return float(arg)
+            except (ValueError, OverflowError):
+                raise _NotFolded from None
     if func in ("frozenset", "set", "tuple", "list") and len(node.args) == 1 and not node.keywords:
         inner = fold(node.args[0], names)
         if isinstance(inner, list | tuple | frozenset):
@@ -288,13 +309,41 @@ def _is_docstring(node: ast.AST) -> bool:
     )
 
 
+def _expected_values(node: ast.AST) -> set[int]:
+    """The nodes under ``node`` that are expected values, not inputs: a whole operand of an
+    ``assert`` comparison that is a constant (``assert result.hour == 6``: 6), the constant
+    arguments of ``pytest.approx`` there, and the constant first two arguments of a
+    unittest comparison (``self.assertEqual(x.hour, 6)``). What a test feeds the product
+    (the arguments of its calls, strategy bounds, ``@example`` values, parametrize lists,
+    assignments) stays an input, however it is compared afterwards."""
+    found: set[int] = set()
+    if isinstance(node, ast.Assert):
+        compares = [n for n in ast.walk(node.test) if isinstance(n, ast.Compare)]
+        for compare in compares:
+            for operand in (compare.left, *compare.comparators):
+                if _try_fold(operand) is not None:
+                    found.add(id(operand))
+                elif isinstance(operand, ast.Call) and dotted_name(operand.func) in _APPROX:
+                    found.update(id(a) for a in operand.args if _try_fold(a) is not None)
+    elif (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in UNITTEST_COMPARISONS
+    ):
+        found.update(id(a) for a in node.args[:2] if _try_fold(a) is not None)
+    return found
+
+
 def _literal_keys(root: ast.AST) -> Iterator[Key]:
-    """Every folded literal under ``root`` (and its elements); docstrings left out."""
+    """Every folded literal under ``root`` (and its elements) that is an input; docstrings
+    and expected values (``_expected_values``) left out."""
     stack = [root]
+    expected: set[int] = set()
     while stack:
         node = stack.pop()
-        if _is_docstring(node):
+        if _is_docstring(node) or id(node) in expected:
             continue
+        expected |= _expected_values(node)
         if isinstance(node, ast.expr) and not isinstance(node, ast.Name):
             key = _try_fold(node)
             if key is not None:

@@ -20,7 +20,13 @@ import jinja2
 from pygments.formatters import HtmlFormatter
 
 from patchwarden import PatchwardenError
-from patchwarden.scorer import Ticket, decided_by, list_tickets, read_ticket
+from patchwarden.scorer import (
+    Ticket,
+    decided_by,
+    list_tickets,
+    read_ticket,
+    review_findings,
+)
 
 from ._bundle import BundleView, read_bundle, read_summary, read_text
 from ._diff import MAX_DIFF_BYTES, Diff, render_diff
@@ -114,6 +120,7 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.globals["CSP"] = CSP
+    env.globals["review_findings"] = review_findings
     env.filters["short"] = lambda sha, n=12: (sha or "-")[:n]
     return env
 
@@ -128,6 +135,10 @@ class ListRow:
         counts = (self.summary or {}).get("counts")
         value = counts.get(side) if isinstance(counts, dict) else None
         return value if isinstance(value, dict) else {}
+
+    def review_findings(self) -> list[str]:
+        """The checks at ``review`` (scorer/_index.py): an accept with one is ``accept*``."""
+        return review_findings(self.summary or {})
 
     def findings(self) -> list[tuple[str, str]]:
         """Checks that did not pass (the differential is the reasons column already)."""

@@ -17,6 +17,7 @@ from patchwarden.scorer import (
     Property,
     bare_name,
     check_contract,
+    collection_cause,
     contract_skeleton,
     guards_for,
     is_guard,
@@ -133,6 +134,15 @@ def _isolation(prop: str, result: ContractCheck) -> str:
     return next((s for s in seen if s != "isolated"), "isolated" if seen else "not run")
 
 
+def _cause(prop: str, result: ContractCheck) -> str:
+    """Why ``prop`` failed for a reason of the run's (not the product's answer) on the
+    first seed it did: its module did not collect, its setup failed (a fixture not found),
+    with the exception and its file:line. Empty when it did not."""
+    runs = [*result.runs.values(), *result.reference_runs.values()]
+    seen = (r.cause for run in runs for r in run.records if r.prop == prop and r.cause)
+    return next(seen, "")
+
+
 def _report(result: ContractCheck) -> str:
     """Print what the check found; return why it failed (empty when it held)."""
     props = [c.prop for c in result.ids]
@@ -160,8 +170,7 @@ def _report(result: ContractCheck) -> str:
         + " collected on the base"
     )
     for node, text in result.collection_errors:
-        last = [line for line in text.splitlines() if line.strip()]
-        click.echo(f"note: collection error in {node}: {printable(last[-1] if last else '')}")
+        click.echo(f"note: collection error in {node}: {printable(collection_cause(text))}")
     shown, quiet = _shown(result)
     headers = ["property", *[f"seed {s}" for s in result.runs]]
     if result.reference is not None:
@@ -184,6 +193,10 @@ def _report(result: ContractCheck) -> str:
         isolation = _isolation(prop, result)
         if prop in shown or isolation != "isolated":
             click.echo(f"isolation: {printable(prop)}: {printable(isolation)}")
+    for prop in props:
+        cause = _cause(prop, result)
+        if cause:
+            click.echo(f"not run: {printable(prop)}: {printable(cause)}")
     for prop in result.always_passing():
         if is_guard(prop):
             continue

@@ -56,6 +56,14 @@ def task_group() -> None:
     "that loops forever fails at that deadline and the rest of its module still runs (default: "
     f"scorer.run_limits.call_timeout_s, else {DEFAULT_TEST_TIMEOUT_S:g}).",
 )
+@click.option(
+    "--keep-runs",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    metavar="DIR",
+    help="Write the build's own runs there: each tried test's record per side and seed, and "
+    "what the oracle and the product process printed (for a person to read).",
+)
 @config_option
 @click.option("--json", "as_json", is_flag=True, help="Print the task object.")
 def from_fix_cmd(
@@ -66,6 +74,7 @@ def from_fix_cmd(
     tests: tuple[str, ...],
     guards: tuple[str, ...],
     test_timeout: float | None,
+    keep_runs: Path | None,
     config_path: Path | None,
     as_json: bool,
 ) -> None:
@@ -88,18 +97,19 @@ def from_fix_cmd(
             tests=tests,
             guards_for=guards,
             test_timeout_s=test_timeout,
+            keep_runs=keep_runs,
             on_step=bar.note,
             on_run=bar.report,
         )
     if as_json:
         click.echo(json.dumps(task.to_json(), indent=2))
     else:
-        _report(task)
+        _report(task, config_path)
     if not task.validated:
         sys.exit(EXIT_FAILS)
 
 
-def _report(task: Task) -> None:
+def _report(task: Task, config_path: Path | None = None) -> None:
     click.echo(
         f"task {task.name}: fix {task.fix[:12]} on parent {task.parent[:12]}: "
         f"{len(task.test_changes)} test change(s), {len(task.product_changes)} product change(s)"
@@ -115,7 +125,10 @@ def _report(task: Task) -> None:
     click.echo(f"guards: {len(guards)}" + (f" ({shown}{more})" if guards else ""))
     click.echo(f"excluded: {len(excluded)}")
     for result in excluded:
-        click.echo(f"  {printable(result.test)}: {result.why_excluded()} ({result.outcomes()})")
+        text = f"{result.test}: {result.why_excluded()} ({result.outcomes()})"
+        click.echo(f"  {printable(text)}")
+    for module, why in task.not_collected:
+        click.echo(f"not collected on the base: {printable(module)}: {printable(why)}")
     if task.problem:
         click.echo(f"not validated: {printable(task.problem)}")
         return
@@ -123,9 +136,12 @@ def _report(task: Task) -> None:
         mark = "ok" if v.ok else f"not {v.wanted}: {printable(v.why)}"
         click.echo(f"validation, {v.what}: {v.decision} (verdict {v.verdict_id}) {mark}")
     if task.validated:
+        # The task was built and validated under that configuration (its oracle, its
+        # isolation outcome): scored under another, the same patch can get another verdict.
+        config = f" --config {config_path}" if config_path is not None else ""
         click.echo(
             f"validated. score a patch with `patchwarden score --repo {task.repo} --parent "
-            f"{task.base_ref} --patch PATCH --contract {task.contract}`"
+            f"{task.base_ref} --patch PATCH --contract {task.contract}{config}`"
         )
     else:
         click.echo(f"not validated: {printable(task.failed_validation())}")

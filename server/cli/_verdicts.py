@@ -9,12 +9,15 @@ from typing import Any
 import click
 
 from patchwarden.scorer import (
+    IndexLine,
     VerdictBundle,
     decided_by,
     deciding_first,
     load_verdict,
+    marked_decision,
     read_index,
     reason_counts,
+    review_findings,
 )
 
 from ._base import (
@@ -64,16 +67,34 @@ def _property_rows(decision: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _decision_line(d: dict[str, Any]) -> str:
     """``reject (decided by held_out; gate: accept)``: what decided comes from the verdict's
-    ``decided_by`` (scorer/_index.py), as the review note and ``verdicts list`` have it."""
+    ``decided_by`` (scorer/_index.py), as the review note and ``verdicts list`` have it. An
+    accept with review findings is ``accept* (review findings: suspicious)``."""
     decision = str(d.get("decision"))
     gate = d.get("gate_decision", decision)
     details = []
     decided = decided_by(d)
+    findings = review_findings(d)
     if decided:
         details.append(f"decided by {', '.join(decided)}")
+    if decision == "accept" and findings:
+        details.append(f"review findings: {', '.join(findings)}")
     if gate != decision:
         details.append(f"gate: {gate}")
-    return decision + (f" ({'; '.join(details)})" if details else "")
+    shown = marked_decision(decision, findings)
+    return shown + (f" ({'; '.join(details)})" if details else "")
+
+
+def _findings(entry: IndexLine, directory: Path) -> list[str]:
+    """The review findings of an index line: stored with it, else (a line written before
+    they were) read from its bundle's decision.json; [] when that cannot be read."""
+    if entry.findings is not None:
+        return review_findings(entry.to_json())
+    try:
+        text = (directory / "verdicts" / entry.verdict_id / "decision.json").read_text()
+        record = json.loads(text)
+    except (OSError, ValueError):
+        return []
+    return review_findings(record) if isinstance(record, dict) else []
 
 
 def _show_text(bundle: VerdictBundle) -> str:
@@ -165,21 +186,27 @@ def list_cmd(log_dir: Path | None, as_json: bool, config_path: Path | None) -> N
     if not entries:
         click.echo(f"no verdicts in {directory}")
         return
+    findings = {e.verdict_id: _findings(e, directory) for e in entries}
     rows = [
         [
             printable(e.verdict_id),
-            e.decision or "-",
+            marked_decision(e.decision, findings[e.verdict_id]) if e.decision else "-",
             printable(", ".join(e.decided())) or "-",
             e.gate_decision or "-",
             (e.patch_sha or "-")[:12],
             (e.parent_sha or "-")[:12],
+            printable(", ".join(findings[e.verdict_id])) or "-",
             printable(_reasons(e.results)),
         ]
         for e in entries
     ]
-    headers = ("VERDICT", "DECISION", "DECIDED BY", "GATE", "PATCH", "PARENT", "REASONS")
+    headers = (
+        "VERDICT", "DECISION", "DECIDED BY", "GATE", "PATCH", "PARENT", "FINDINGS", "REASONS"
+    )  # fmt: skip
     click.echo(table(headers, rows))
     click.echo(f"{len(entries)} verdicts; bundles under {directory / 'verdicts'}")
+    if any(e.decision == "accept" and findings[e.verdict_id] for e in entries):
+        click.echo("accept*: an accept with review findings, for a person to look at")
 
 
 @verdicts_group.command("show")
