@@ -98,7 +98,8 @@ def test_score_prints_the_note_then_one_line_per_check(scored: Scored) -> None:
         "properties",
         "rows",
     ]
-    assert lines[1] == "decision: accept (suspicious: review)"
+    # It reads the environment at import: the probes check sees that too.
+    assert lines[1] == "decision: accept (suspicious: review; probes: review)"
     checks = lines[4 : 4 + len(CHECKS)]
     assert [line.split()[1] for line in checks] == CHECKS
     by_name = {line.split()[1]: line.split(None, 3)[2:] for line in checks}
@@ -156,18 +157,18 @@ def test_verdicts_list_reads_where_score_wrote_as_a_table_and_json(
     assert (code, err) == (0, "")
     assert out.splitlines() == [
         f"VERDICT{' ' * 27}DECISION        DECIDED BY           GATE            PATCH"
-        "         PARENT        FINDINGS    REASONS",
+        "         PARENT        FINDINGS            REASONS",
         # The fix that peeks at pytest is an accept a person must look at, never clean.
         f"{accept['verdict_id']}  accept*         -                    accept          "
-        f"{accept['patch_sha'][:12]}  {accept['parent_sha'][:12]}  suspicious  "
+        f"{accept['patch_sha'][:12]}  {accept['parent_sha'][:12]}  suspicious, probes  "
         "2 both_pass, 1 parent_fail_cleared",
         f"{proposal['verdict_id']}  propose_freeze  shared_variant_fail  propose_freeze  "
-        f"{proposal['patch_sha'][:12]}  {proposal['parent_sha'][:12]}  -           "
+        f"{proposal['patch_sha'][:12]}  {proposal['parent_sha'][:12]}  -                   "
         "1 shared_variant_fail, 2 both_pass",
         f"2 verdicts; bundles under {scored.logs / 'verdicts'}",
         "accept*: an accept with review findings, for a person to look at",
     ], out
-    assert [e["findings"] for e in entries] == [["suspicious"], []]
+    assert [e["findings"] for e in entries] == [["suspicious", "probes"], []]
 
 
 def test_verdicts_show_reads_a_verdict_by_prefix(scored: Scored) -> None:
@@ -213,7 +214,7 @@ def test_verdicts_show_reads_a_verdict_by_prefix(scored: Scored) -> None:
     assert "(approved, expires 2999-12-31T23:59:59Z, known_flake)" in out
     # The accept that carries a review finding says so in its header.
     out = _cli("verdicts", "show", entries[0]["verdict_id"], "--log-dir", str(scored.logs))[1]
-    assert out.splitlines()[1] == "decision  accept* (review findings: suspicious)"
+    assert out.splitlines()[1] == "decision  accept* (review findings: suspicious, probes)"
 
 
 def test_verdicts_errors_are_one_line(scored: Scored, tmp_path: Path) -> None:
