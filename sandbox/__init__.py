@@ -1,6 +1,7 @@
 """Isolation: one command under bubblewrap, supervised and limited; git; the trusted runner.
 
 launch(LaunchSpec, SandboxConfig) -> ProcessResult    the only way to start one
+RUNNERS / runner_named                                 the property runners by name
 check_sandbox / require_sandbox                        does isolation work here?
 """
 
@@ -54,14 +55,26 @@ from ._pytest_runner import (
     run_properties,
 )
 from ._python_runner import run_agent_python
+from ._runners import (
+    DEFAULT_RUNNER,
+    DEFAULT_SEED_ENV,
+    RUNNERS,
+    Runner,
+    RunRequest,
+    env_name_problem,
+    runner_named,
+)
 from ._runtime import python_runtime
 from ._supervise import ProcessResult
 from ._trees import default_trees_dir, new_tree_parent, trees_dir
 
 __all__ = [
+    "DEFAULT_RUNNER",
+    "DEFAULT_SEED_ENV",
     "HOOKLESS",
     "MACHINERY_NAMES",
     "NONE_BACKEND_WARNING",
+    "RUNNERS",
     "TEST_MACHINERY",
     "TREE_MOUNT",
     "AgentRun",
@@ -81,7 +94,9 @@ __all__ = [
     "PropertyRecord",
     "PropertyRun",
     "PropertyTarget",
+    "RunRequest",
     "RunTimeout",
+    "Runner",
     "SandboxConfig",
     "SandboxError",
     "TestOutcome",
@@ -99,6 +114,7 @@ __all__ = [
     "diff_changes",
     "drops_privileges",
     "empty_clone",
+    "env_name_problem",
     "fetch_commits",
     "fetch_from_url",
     "file_at",
@@ -123,6 +139,7 @@ __all__ = [
     "run_agent_tests",
     "run_git",
     "run_properties",
+    "runner_named",
     "scratch_clone",
     "tree_path_inside",
     "trees_dir",

@@ -11,9 +11,15 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from patchwarden._documents import parse_document, validate_document
+from patchwarden._runner_names import (
+    DEFAULT_RUNNER,
+    DEFAULT_SEED_ENV,
+    RUNNER_NAMES,
+    env_name_problem,
+)
 from patchwarden._treepaths import tree_path_problem
 
 from ._errors import ContractError
@@ -35,15 +41,24 @@ class Property(BaseModel):
     id: str = Field(min_length=1)
     oracle: str = ""
     test: str = Field(min_length=1)
-    """pytest node id, relative to the repository root (``path::name``)."""
+    """What the contract's runner runs: a pytest node id relative to the repository root
+    (``path::name``), or a ctest test name (checked against the runner by ``Contract``)."""
 
     @field_validator("test")
     @classmethod
-    def _node_id_is_relative(cls, value: str) -> str:
-        path = value.split("::", 1)[0]
-        if tree_path_problem(path) or "::" not in value:
-            raise ValueError(f"test must be a relative pytest node id 'path::name', got {value!r}")
+    def _one_line(cls, value: str) -> str:
+        if any(ch in value for ch in "\n\r\0"):
+            raise ValueError(f"test must be one line, got {value!r}")
         return value
+
+
+def _test_problem(runner: str, test: str) -> str | None:
+    """Why ``test`` cannot name a test of ``runner`` (None: it can)."""
+    if runner != "pytest":
+        return None  # a ctest name is any line (docs/design/runners.md)
+    if tree_path_problem(test.split("::", 1)[0]) or "::" not in test:
+        return f"test must be a relative pytest node id 'path::name', got {test!r}"
+    return None
 
 
 class Contract(BaseModel):
@@ -52,6 +67,10 @@ class Contract(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     contract_version: int = 1
+    runner: str = DEFAULT_RUNNER
+    """Which runner runs the properties (docs/design/runners.md): ``pytest`` or ``ctest``."""
+    seed_env: str = DEFAULT_SEED_ENV
+    """ctest: the environment variable each seed reaches the tests in."""
     parent_sha: str | None = None
     patch_sha: str | None = None
     spec_hash: str | None = None
@@ -71,9 +90,29 @@ class Contract(BaseModel):
             raise ValueError(f"seeds must not repeat, got {seeds}")
         return seeds
 
+    @field_validator("runner")
+    @classmethod
+    def _known_runner(cls, value: str) -> str:
+        if value not in RUNNER_NAMES:
+            raise ValueError(f"runner must be one of {', '.join(RUNNER_NAMES)}, got {value!r}")
+        return value
+
+    @field_validator("seed_env")
+    @classmethod
+    def _seed_env_name(cls, value: str) -> str:
+        problem = env_name_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
     @field_validator("properties")
     @classmethod
-    def _unique_ids(cls, props: list[Property]) -> list[Property]:
+    def _unique_ids(cls, props: list[Property], info: ValidationInfo) -> list[Property]:
+        runner = info.data.get("runner", DEFAULT_RUNNER)
+        for prop in props:
+            problem = _test_problem(runner, prop.test)
+            if problem:
+                raise ValueError(f"{prop.id}: {problem}")
         for attr in ("id", "test"):
             values = [getattr(p, attr) for p in props]
             dupes = sorted({v for v in values if values.count(v) > 1})
@@ -96,13 +135,22 @@ class Contract(BaseModel):
         (version, seeds, properties, paths, manifest, quarantine list), without the values a
         resolution fills in (both commits, the two tree hashes). The same contract file has
         the same hash in every verdict, and so does every resolution of it."""
-        return hash_json(self.model_dump(mode="json", exclude=set(RESOLUTION_FIELDS)))
+        return hash_json(self._content(exclude=set(RESOLUTION_FIELDS)))
+
+    def _content(self, exclude: set[str] | None = None) -> dict[str, object]:
+        """What the hashes cover: the runner fields only when they are not the defaults, so
+        every pytest contract written before runners were named keeps its hash."""
+        data = self.model_dump(mode="json", exclude=exclude)
+        for name, default in (("runner", DEFAULT_RUNNER), ("seed_env", DEFAULT_SEED_ENV)):
+            if data.get(name) == default:
+                data.pop(name)
+        return data
 
     @property
     def resolved_contract_hash(self) -> str:
         """``sha256:`` of the canonical JSON of everything, resolution included: names one
         contract applied to one pair of commits."""
-        return hash_json(self.model_dump(mode="json"))
+        return hash_json(self._content())
 
     def tests_dir(self) -> str:
         """The deepest directory holding every property file (where pytest would look for
