@@ -16,6 +16,7 @@ from ._argv import (
 )
 from ._collect import Collected, collect_tests
 from ._config import Limits, SandboxConfig, describe_validation_error, parse_sandbox_config
+from ._ctest_runner import list_ctest_tests, run_agent_ctest
 from ._doctor import DoctorCheck, check_interpreter, check_sandbox, require_sandbox
 from ._env import BuiltEnv, Declarations, build_env, read_declarations
 from ._errors import ConfigError, GitError, InputError, PatchwardenError, RunTimeout, SandboxError
@@ -123,6 +124,7 @@ __all__ = [
     "git_message",
     "launch",
     "layout_for",
+    "list_ctest_tests",
     "mounted_host_paths",
     "new_tree_parent",
     "open_repo",
@@ -135,6 +137,7 @@ __all__ = [
     "repo_root",
     "require_sandbox",
     "resolve_commit",
+    "run_agent_ctest",
     "run_agent_python",
     "run_agent_tests",
     "run_git",

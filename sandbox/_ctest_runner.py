@@ -28,7 +28,7 @@ import subprocess
 import tempfile
 import threading
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,7 +36,7 @@ from ._argv import TREE_MOUNT, LaunchSpec
 from ._config import Limits, SandboxConfig
 from ._errors import ConfigError
 from ._launch import launch, prepare_writable_tree
-from ._pytest_runner import PropertyRecord, PropertyRun, PropertyTarget
+from ._pytest_runner import AgentRun, PropertyRecord, PropertyRun, PropertyTarget, TestOutcome
 from ._supervise import ProcessResult
 from ._trees import remove_copy, trees_dir
 
@@ -142,6 +142,8 @@ def _step(
     config: SandboxConfig,
     limits: Limits | None,
     env: dict[str, str] | None = None,
+    cancel: threading.Event | None = None,
+    on_output: Callable[[bytes], None] | None = None,
 ) -> ProcessResult:
     spec = LaunchSpec(
         argv=list(argv),
@@ -151,7 +153,7 @@ def _step(
         limits=limits,
         readonly_mounts=[(tree, SOURCE_MOUNT)],
     )
-    return launch(spec, config)
+    return launch(spec, config, cancel=cancel, on_output=on_output)
 
 
 def _relative(path: str, tree: Path) -> str:
@@ -404,3 +406,81 @@ def list_ctest_tests(tree: Path, config: SandboxConfig, limits: Limits | None = 
         _source, inside = _places(tree, directory, config)
         process = _step(["ctest", "--test-dir", inside, "-N"], tree, directory, config, limits)
     return re.findall(r"^\s*Test\s+#\d+: (.+?)\s*$", process.stdout, re.M)
+
+
+AGENT_TEXT_CHARS = 4000
+
+
+def run_agent_ctest(
+    tree: Path,
+    seed: int,
+    config: SandboxConfig,
+    *,
+    seed_env: str,
+    tests: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    limits: Limits | None = None,
+    cancel: threading.Event | None = None,
+    on_output: Callable[[bytes], None] | None = None,
+) -> AgentRun:
+    """The agent's ``run_tests`` on a CMake project: the worktree's build (cached per
+    content), then ctest on ``tests`` (default: all) but ``exclude`` (the quarantined), the
+    first seed in ``seed_env``. Each failure's summary leads with the failed ``assert``'s
+    ``file:line``; a build that fails is one ``error`` outcome named ``build`` whose summary
+    is the first error's ``file:line``."""
+    build = build_tree(tree, config, limits)
+    if not build.ok:
+        output = f"{build.process.stdout}\n{build.process.stderr}"
+        error = TestOutcome(
+            node_id="build",
+            outcome="error",
+            duration_s=build.process.duration_s,
+            text=output[-AGENT_TEXT_CHARS:],
+            summary=build.witness.removeprefix("build|"),
+        )
+        return AgentRun(
+            outcomes=[],
+            complete=False,
+            process=build.process,
+            problems=[f"the build failed at {error.summary}"],
+            collection_errors=[error],
+        )
+    with _run_build(build, config) as directory:
+        _source, inside = _places(tree, directory, config)
+        junit = directory / JUNIT_FILE
+        junit.unlink(missing_ok=True)
+        argv = ["ctest", "--test-dir", inside, "--output-junit", JUNIT_FILE]
+        if tests:
+            argv += ["-R", _name_regex(tests)]
+        if exclude:
+            argv += ["-E", _name_regex(exclude)]
+        process = _step(
+            argv,
+            tree,
+            directory,
+            config,
+            limits,
+            env={seed_env: str(seed)},
+            cancel=cancel,
+            on_output=on_output,
+        )
+        raw = junit.read_bytes() if junit.is_file() and not junit.is_symlink() else b""
+    cases, problems = read_junit(raw) if raw else ({}, ["no JUnit report"])
+    statuses = ctest_statuses(process.stdout)
+    outcomes = []
+    for name, (status, output) in cases.items():
+        outcome = {"run": "passed", "fail": "failed"}.get(status, "skipped")
+        summary = ""
+        if outcome == "failed":
+            witness = failure_witness(name, output, statuses.get(name, ""), tree)
+            summary = witness.split("|", 2)[2] + "\n" + output.strip()[-AGENT_TEXT_CHARS:]
+        outcomes.append(
+            TestOutcome(
+                node_id=name,
+                outcome=outcome,
+                duration_s=0.0,
+                text=output[-AGENT_TEXT_CHARS:],
+                summary=summary,
+            )
+        )
+    return AgentRun(outcomes=outcomes, complete=bool(raw), process=process, problems=problems)

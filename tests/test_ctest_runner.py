@@ -153,3 +153,36 @@ def test_a_seed_pinned_outside_the_contract_paths_is_caught(
         "ctest definition of prop.no_backslash differ" in line
         for line in verdict["evidence"]["shadowing"]
     )
+
+
+IDENTITY = (
+    '#include "normalize_path.hpp"\n\n'
+    "std::string normalize_path(const std::string& path) { return path; }\n"
+)
+
+
+def test_the_agents_run_tests_builds_and_leads_with_the_failed_assertion(
+    paths_repo: Path, tmp_path: Path
+) -> None:
+    from tests._tool_sessions import FakeScorer, example_session
+    from tests.test_server_tools import Call, Progress
+
+    with example_session(paths_repo, tmp_path / "state", FakeScorer()) as session:
+        call = Call(session, FakeScorer(), Progress())
+        (session.workspace.tree / "src" / "normalize_path.cpp").write_text(IDENTITY)
+        result = call("run_tests")
+        failed = {t.node_id: t.failure_text for t in result.tests if t.outcome == "failed"}
+        # clock_skew is the example's flaky test: either outcome.
+        assert set(failed) - {"clock_skew"} == {
+            "no_backslash",
+            "separators_converge",
+            "fixture_cases",
+        }
+        assert failed["no_backslash"].splitlines()[0] == "tests/no_backslash.cpp:9"
+        (session.workspace.tree / "src" / "normalize_path.cpp").write_text(IDENTITY[:-3])
+        broken = call("run_tests")
+        assert [(t.node_id, t.outcome) for t in broken.tests] == [("build", "error")]
+        assert broken.tests[0].failure_text.startswith("src/normalize_path.cpp:3")
+        assert call.refused("run_python", code="print(1)") == (
+            "run_python: this project's tests run with ctest, not Python; use run_tests"
+        )
