@@ -186,3 +186,25 @@ def test_the_agents_run_tests_builds_and_leads_with_the_failed_assertion(
         assert call.refused("run_python", code="print(1)") == (
             "run_python: this project's tests run with ctest, not Python; use run_tests"
         )
+
+
+def test_the_sweep_quarantines_the_flaky_ctest_test(
+    paths_repo: Path, tmp_path: Path, configs: tuple[ScorerConfig, SandboxConfig]
+) -> None:
+    from patchwarden.scorer import sweep
+
+    repo = tmp_path / "paths"
+    subprocess.run(["git", "clone", "-q", str(paths_repo), str(repo)], check=True)
+    # clock_skew fails on half the runs (the clock's parity): twelve runs all alike happen
+    # once in 2048 sweeps; three runs (the default) catch it three times in four.
+    result = sweep(repo, "base", *configs, runs=12)
+    assert [(t.test_id, 0 < t.failures < 12) for t in result.flaky] == [("clock_skew", True)]
+    assert result.broken == [] and result.incomplete_runs == []
+    assert result.properties_left_out == [
+        "no_backslash",
+        "idempotent",
+        "separators_converge",
+        "fixture_cases",
+    ]
+    written = json.loads((repo / "contract" / "quarantine.json").read_text(encoding="utf-8"))
+    assert [t["test_id"] for t in written["tests"]] == ["clock_skew"]
