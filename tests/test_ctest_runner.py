@@ -208,3 +208,33 @@ def test_the_sweep_quarantines_the_flaky_ctest_test(
     ]
     written = json.loads((repo / "contract" / "quarantine.json").read_text(encoding="utf-8"))
     assert [t["test_id"] for t in written["tests"]] == ["clock_skew"]
+
+
+def test_a_freeze_record_names_a_ctest_test(
+    paths_repo: Path, configs: tuple[ScorerConfig, SandboxConfig]
+) -> None:
+    from patchwarden.scorer.layers._freeze import check_freeze_record
+
+    head = subprocess.run(
+        ["git", "-C", str(paths_repo), "rev-parse", "base"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+
+    def test_id_line(test_id: str) -> list[str]:
+        rejects = check_freeze_record(
+            {"test_id": test_id},
+            repo=paths_repo,
+            head=head,
+            fixture_root=paths_repo,
+            config=configs[0],
+            sandbox_config=configs[1],
+            runner="ctest",
+        )
+        return [r.line() for r in rejects if r.field == "test_id"]
+
+    assert test_id_line("clock_skew") == []
+    assert test_id_line("clock") == [
+        f"test_id: names 0 ctest tests of {head[:12]}; exactly one is required"
+    ]
