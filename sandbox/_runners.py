@@ -46,10 +46,14 @@ class RunRequest:
 @dataclass(frozen=True)
 class Runner:
     name: str
-    trust: Callable[[SandboxConfig], str]
-    """Who reports a result: ``isolated`` (an oracle process apart from the product),
-    ``in-process`` (the oracle imports the product) or ``compiled-in`` (the assertions are
-    in the product's own binary). Shown by ``contract check``, the bundle and the view."""
+    trust: str
+    """Who reports a result: ``isolated`` (an oracle process apart from the product; for
+    pytest ``sandbox.oracle: in-process`` lowers it, and the ``isolation`` check says so) or
+    ``compiled-in`` (the assertions are in the product's own binary). Shown by ``contract
+    check``, the bundle and the view; the ``runner_trust`` check reports a runner without an
+    isolated oracle (docs/design/runners.md)."""
+    why: str
+    """One line for the reviewer: what the trust level means here."""
     run: Callable[[RunRequest], PropertyRun]
     python: bool
     """The project is Python (the agent's run_python, the import layout apply)."""
@@ -80,8 +84,21 @@ def _ctest(request: RunRequest) -> PropertyRun:
 
 
 RUNNERS: Mapping[str, Runner] = {
-    "pytest": Runner("pytest", lambda config: config.oracle, _pytest, python=True),
-    "ctest": Runner("ctest", lambda config: CTEST_TRUST, _ctest, python=False),
+    "pytest": Runner(
+        "pytest",
+        "isolated",
+        "the oracle process imports no product code (docs/design/isolated-oracle.md)",
+        _pytest,
+        python=True,
+    ),
+    "ctest": Runner(
+        "ctest",
+        CTEST_TRUST,
+        "the assertions are compiled into the binary that runs the product's code: product "
+        "code shares the process that reports the result",
+        _ctest,
+        python=False,
+    ),
 }
 # The contract checks its runner against the pure list of names (package/_runner_names.py):
 # a runner added here and not there (or the reverse) fails at import, not at a score.

@@ -48,6 +48,9 @@ class ScorerConfig(BaseModel):
     isolation: Literal["review", "reject", "pass"] = "review"
     """Outcome of the isolation check when a property could not run with the product in a
     process of its own and ran in-process (docs/design/isolated-oracle.md)."""
+    runner_trust: Literal["review", "reject", "pass"] = "review"
+    """Outcome of the runner_trust check when the contract's runner has no isolated oracle
+    (``runner: ctest``: the assertions share the product's process; docs/threat-model.md)."""
     run_limits: Limits = Limits(wall_time_s=600, idle_time_s=300)
     """Limits of one scorer run (one tree, one seed, every property)."""
     held_out_dir: str | None = None

@@ -78,6 +78,21 @@ class ContractCheck:
     """The reference fix's sha (``contract check --reference``), its contract paths restored
     from the base as ``score`` restores them."""
     reference_runs: dict[int, PropertyRun] = field(default_factory=dict)
+    runner: str = "pytest"
+    """The contract's runner (docs/design/runners.md)."""
+    seed_env: str = ""
+
+    def runner_line(self) -> str:
+        """What ``score`` will run, and who reports each result (the trust level)."""
+        runner = runner_named(self.runner)
+        if runner.name == "ctest":
+            what = (
+                "per tree: cmake configure and build in the sandbox (cached by content), then "
+                f"ctest --output-junit per seed with the seed in {self.seed_env}"
+            )
+        else:
+            what = "one sandboxed pytest process per tree and seed"
+        return f"runner: {runner.name}: {what}; trust: {runner.trust} ({runner.why})"
 
     def passing(self, prop: str, runs: Mapping[int, PropertyRun] | None = None) -> bool:
         """``prop`` passes on every seed of ``runs`` (default: the base's)."""
@@ -320,6 +335,8 @@ def check_contract(
         runs={seed: runs[seed] for seed in contract.seeds if seed in runs},
         reference=reference_sha,
         reference_runs={s: reference_runs[s] for s in contract.seeds if s in reference_runs},
+        runner=contract.runner,
+        seed_env=contract.seed_env,
     )
 
 

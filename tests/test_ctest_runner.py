@@ -94,6 +94,9 @@ def test_the_fix_is_accepted(paths_repo: Path, configs: tuple[ScorerConfig, Sand
         "prop.fixture_cases": "both_pass",
     }
     assert {r["status"] for r in verdict["rows"]} == {"pass"} and len(verdict["rows"]) == 12
+    # The trust level is named (scorer.runner_trust, default review), never silent.
+    assert verdict["checks"]["runner_trust"] == "review"
+    assert verdict["evidence"]["runner_trust"][0].startswith("runner ctest: compiled-in: ")
 
 
 def test_a_regression_is_rejected_with_its_assertion(
@@ -237,4 +240,21 @@ def test_a_freeze_record_names_a_ctest_test(
     assert test_id_line("clock_skew") == []
     assert test_id_line("clock") == [
         f"test_id: names 0 ctest tests of {head[:12]}; exactly one is required"
+    ]
+
+
+def test_contract_check_says_what_it_runs_and_the_trust_level(
+    paths_repo: Path, configs: tuple[ScorerConfig, SandboxConfig]
+) -> None:
+    from patchwarden.scorer import check_contract
+
+    result = check_contract(paths_repo, "base", CONTRACT, *configs)
+    assert result.runner_line().startswith(
+        "runner: ctest: per tree: cmake configure and build in the sandbox (cached by content), "
+        "then ctest --output-junit per seed with the seed in PATCHWARDEN_SEED; trust: compiled-in"
+    )
+    assert [(c.prop, c.cases, c.problem) for c in result.ids] == [(p, 1, "") for p in PROPS]
+    assert [r.witness for r in result.runs[12].records if r.status == "fail"] == [
+        "prop.no_backslash|assert|tests/no_backslash.cpp:9",
+        "prop.separators_converge|assert|tests/separators_converge.cpp:9",
     ]

@@ -143,10 +143,12 @@ def _report(result: ContractCheck) -> str:
         + f", seeds {' '.join(str(s) for s in result.runs)}"
         + (f"; reference {result.reference[:12]}" if result.reference else "")
     )
-    roots = [*result.layout.sources, ". (the tree)"]
-    click.echo(f"import roots: {', '.join(roots)}")
-    for note in result.layout.notes:
-        click.echo(f"note: {printable(note)}")
+    click.echo(result.runner_line())
+    if result.runner == "pytest":
+        roots = [*result.layout.sources, ". (the tree)"]
+        click.echo(f"import roots: {', '.join(roots)}")
+        for note in result.layout.notes:
+            click.echo(f"note: {printable(note)}")
     named = [c for c in result.ids if not is_guard(c.prop) or len(guards) <= SHOWN_GUARDS]
     click.echo(
         "test ids: "
