@@ -52,7 +52,7 @@ class Property(BaseModel):
         return value
 
 
-def _test_problem(runner: str, test: str) -> str | None:
+def runner_test_problem(runner: str, test: str) -> str | None:
     """Why ``test`` cannot name a test of ``runner`` (None: it can)."""
     if runner != "pytest":
         return None  # a ctest name is any line (docs/design/runners.md)
@@ -110,7 +110,7 @@ class Contract(BaseModel):
     def _unique_ids(cls, props: list[Property], info: ValidationInfo) -> list[Property]:
         runner = info.data.get("runner", DEFAULT_RUNNER)
         for prop in props:
-            problem = _test_problem(runner, prop.test)
+            problem = runner_test_problem(runner, prop.test)
             if problem:
                 raise ValueError(f"{prop.id}: {problem}")
         for attr in ("id", "test"):
@@ -186,6 +186,45 @@ class Contract(BaseModel):
 TODO_ORACLE = "TODO: what must hold, in one sentence, for a reviewer"
 DEFAULT_SEEDS = (11, 29, 47)
 """The schedule a new contract starts with (three seeds: enough to see a split result)."""
+
+
+def ctest_skeleton(
+    tests: Sequence[str], spec_paths: Sequence[str], seeds: Sequence[int] = DEFAULT_SEEDS
+) -> str:
+    """A commented contract for a CMake project: ``runner: ctest``, one property per ctest
+    test name in ``tests`` (from ``ctest -N``); it loads as it is."""
+    props = [Property(id=property_id(f"t::{test}", i), test=test) for i, test in enumerate(tests)]
+    lines = [
+        "# The differential contract (written by `patchwarden contract init`).",
+        "# Review every line, commit it, then run `patchwarden contract check`.",
+        "contract_version: 1",
+        "",
+        "# The properties are ctest tests (docs/design/runners.md): score configures and builds",
+        "# each tree with CMake in the sandbox, then runs them with ctest --output-junit,",
+        "# each seed in the environment variable below (read it in the tests, with a frozen",
+        "# default for runs by hand). The assertions share the product's process: the",
+        "# runner_trust check names it on every verdict (docs/threat-model.md).",
+        "runner: ctest",
+        f"seed_env: {DEFAULT_SEED_ENV}",
+        f"seeds: [{', '.join(str(s) for s in seeds)}]",
+        "",
+        "# The test sources and the CMake file that defines the tests: read-only to the agent,",
+        "# and a patch that changes them is rejected (contract_tampered).",
+        "spec_paths:" + ("" if spec_paths else f" []  # TODO: {TODO_SPEC_PATHS}"),
+        *[f"  - {json.dumps(p)}" for p in spec_paths],
+        "",
+        "properties:",
+    ]
+    for prop in props:
+        lines += [
+            f"  - id: {json.dumps(prop.id)}",
+            f'    oracle: ""  # {TODO_ORACLE}',
+            f"    test: {json.dumps(prop.test)}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+TODO_SPEC_PATHS = "the directory of the test sources and of the CMakeLists.txt that adds them"
 
 
 def contract_skeleton(

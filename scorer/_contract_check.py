@@ -81,6 +81,8 @@ class ContractCheck:
     runner: str = "pytest"
     """The contract's runner (docs/design/runners.md)."""
     seed_env: str = ""
+    oracle: str = "isolated"
+    """pytest: the operator's ``sandbox.oracle`` (``in-process`` lowers the trust level)."""
 
     def runner_line(self) -> str:
         """What ``score`` will run, and who reports each result (the trust level)."""
@@ -92,6 +94,8 @@ class ContractCheck:
             )
         else:
             what = "one sandboxed pytest process per tree and seed"
+        if runner.python and self.oracle != "isolated":
+            return f"runner: {runner.name}: {what}; trust: {self.oracle} (sandbox.oracle)"
         return f"runner: {runner.name}: {what}; trust: {runner.trust} ({runner.why})"
 
     def passing(self, prop: str, runs: Mapping[int, PropertyRun] | None = None) -> bool:
@@ -337,6 +341,7 @@ def check_contract(
         reference_runs={s: reference_runs[s] for s in contract.seeds if s in reference_runs},
         runner=contract.runner,
         seed_env=contract.seed_env,
+        oracle=sandbox_config.oracle,
     )
 
 

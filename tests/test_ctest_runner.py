@@ -258,3 +258,33 @@ def test_contract_check_says_what_it_runs_and_the_trust_level(
         "prop.no_backslash|assert|tests/no_backslash.cpp:9",
         "prop.separators_converge|assert|tests/separators_converge.cpp:9",
     ]
+
+
+def test_contract_init_on_a_cmake_project_lists_its_ctest_tests(tmp_path: Path) -> None:
+    import shutil
+    import sys
+
+    from patchwarden.scorer import parse_contract
+
+    repo = tmp_path / "project"
+    shutil.copytree(PATHS / "template", repo)
+    (repo / "contract" / "differential-contract.yaml").unlink()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "patchwarden", "contract", "init", "--repo", str(repo)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    written = repo / CONTRACT
+    contract = parse_contract(written.read_text(encoding="utf-8"), str(written))
+    assert contract.runner == "ctest" and contract.seed_env == "PATCHWARDEN_SEED"
+    assert contract.spec_paths == ["tests"]
+    assert [p.test for p in contract.properties] == [
+        "no_backslash",
+        "idempotent",
+        "separators_converge",
+        "fixture_cases",
+        "clock_skew",
+    ]
