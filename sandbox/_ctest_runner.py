@@ -16,6 +16,7 @@ copy of the build, and the JUnit file is checked against ctest's exit status.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import hashlib
@@ -83,6 +84,16 @@ class Build:
 
 _builds: dict[str, Build] = {}
 _builds_lock = threading.Lock()
+
+
+@atexit.register
+def _drop_builds() -> None:
+    """The cache lives as long as the process: its builds go with it."""
+    with _builds_lock:
+        homes = [b.directory.parent for b in _builds.values()]
+        _builds.clear()
+    for home in homes:
+        remove_copy(home)
 
 
 def ctest_version() -> tuple[int, int]:
