@@ -1,6 +1,7 @@
 """Isolation: one command under bubblewrap, supervised and limited; git; the trusted runner.
 
 launch(LaunchSpec, SandboxConfig) -> ProcessResult    the only way to start one
+RUNNERS / runner_named                                 the property runners by name
 check_sandbox / require_sandbox                        does isolation work here?
 """
 
@@ -15,6 +16,7 @@ from ._argv import (
 )
 from ._collect import Collected, collect_tests
 from ._config import Limits, SandboxConfig, describe_validation_error, parse_sandbox_config
+from ._ctest_runner import list_ctest_tests, run_agent_ctest
 from ._doctor import DoctorCheck, check_interpreter, check_sandbox, require_sandbox
 from ._env import BuiltEnv, Declarations, build_env, read_declarations
 from ._errors import ConfigError, GitError, InputError, PatchwardenError, RunTimeout, SandboxError
@@ -63,14 +65,26 @@ from ._pytest_runner import (
     run_properties,
 )
 from ._python_runner import run_agent_python
+from ._runners import (
+    DEFAULT_RUNNER,
+    DEFAULT_SEED_ENV,
+    RUNNERS,
+    Runner,
+    RunRequest,
+    env_name_problem,
+    runner_named,
+)
 from ._runtime import pytest_entry_points, python_runtime
 from ._supervise import ProcessResult
 from ._trees import default_trees_dir, new_tree_parent, trees_dir
 
 __all__ = [
+    "DEFAULT_RUNNER",
+    "DEFAULT_SEED_ENV",
     "HOOKLESS",
     "MACHINERY_NAMES",
     "NONE_BACKEND_WARNING",
+    "RUNNERS",
     "TEST_MACHINERY",
     "TREE_MOUNT",
     "AgentRun",
@@ -91,7 +105,9 @@ __all__ = [
     "PropertyRun",
     "PropertyTarget",
     "PytestConfig",
+    "RunRequest",
     "RunTimeout",
+    "Runner",
     "SandboxConfig",
     "SandboxError",
     "TestOutcome",
@@ -111,6 +127,7 @@ __all__ = [
     "diff_changes",
     "drops_privileges",
     "empty_clone",
+    "env_name_problem",
     "fetch_commits",
     "fetch_from_url",
     "file_at",
@@ -119,6 +136,7 @@ __all__ = [
     "git_message",
     "launch",
     "layout_for",
+    "list_ctest_tests",
     "mounted_host_paths",
     "new_tree_parent",
     "open_repo",
@@ -134,10 +152,12 @@ __all__ = [
     "repo_root",
     "require_sandbox",
     "resolve_commit",
+    "run_agent_ctest",
     "run_agent_python",
     "run_agent_tests",
     "run_git",
     "run_properties",
+    "runner_named",
     "scratch_clone",
     "tree_path_inside",
     "trees_dir",

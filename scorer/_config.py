@@ -55,6 +55,9 @@ class ScorerConfig(BaseModel):
     probes: Literal["review", "reject"] = "review"
     """Outcome of the probes check when the patch's code probes its environment in a way the
     parent's did not (docs/design/isolated-oracle.md, "Probes")."""
+    runner_trust: Literal["review", "reject", "pass"] = "review"
+    """Outcome of the runner_trust check when the contract's runner has no isolated oracle
+    (``runner: ctest``: the assertions share the product's process; docs/threat-model.md)."""
     run_limits: Limits = Limits(wall_time_s=600, idle_time_s=300)
     """Limits of one scorer run (one tree, one seed, every property)."""
     held_out_dir: str | None = None

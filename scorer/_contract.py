@@ -11,9 +11,15 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from patchwarden._documents import parse_document, validate_document
+from patchwarden._runner_names import (
+    DEFAULT_RUNNER,
+    DEFAULT_SEED_ENV,
+    RUNNER_NAMES,
+    env_name_problem,
+)
 from patchwarden._treepaths import tree_path_problem
 
 from ._errors import ContractError
@@ -35,15 +41,24 @@ class Property(BaseModel):
     id: str = Field(min_length=1)
     oracle: str = ""
     test: str = Field(min_length=1)
-    """pytest node id, relative to the repository root (``path::name``)."""
+    """What the contract's runner runs: a pytest node id relative to the repository root
+    (``path::name``), or a ctest test name (checked against the runner by ``Contract``)."""
 
     @field_validator("test")
     @classmethod
-    def _node_id_is_relative(cls, value: str) -> str:
-        path = value.split("::", 1)[0]
-        if tree_path_problem(path) or "::" not in value:
-            raise ValueError(f"test must be a relative pytest node id 'path::name', got {value!r}")
+    def _one_line(cls, value: str) -> str:
+        if any(ch in value for ch in "\n\r\0"):
+            raise ValueError(f"test must be one line, got {value!r}")
         return value
+
+
+def runner_test_problem(runner: str, test: str) -> str | None:
+    """Why ``test`` cannot name a test of ``runner`` (None: it can)."""
+    if runner != "pytest":
+        return None  # a ctest name is any line (docs/design/runners.md)
+    if tree_path_problem(test.split("::", 1)[0]) or "::" not in test:
+        return f"test must be a relative pytest node id 'path::name', got {test!r}"
+    return None
 
 
 class Contract(BaseModel):
@@ -52,6 +67,10 @@ class Contract(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     contract_version: int = 1
+    runner: str = DEFAULT_RUNNER
+    """Which runner runs the properties (docs/design/runners.md): ``pytest`` or ``ctest``."""
+    seed_env: str = DEFAULT_SEED_ENV
+    """ctest: the environment variable each seed reaches the tests in."""
     parent_sha: str | None = None
     patch_sha: str | None = None
     spec_hash: str | None = None
@@ -71,9 +90,29 @@ class Contract(BaseModel):
             raise ValueError(f"seeds must not repeat, got {seeds}")
         return seeds
 
+    @field_validator("runner")
+    @classmethod
+    def _known_runner(cls, value: str) -> str:
+        if value not in RUNNER_NAMES:
+            raise ValueError(f"runner must be one of {', '.join(RUNNER_NAMES)}, got {value!r}")
+        return value
+
+    @field_validator("seed_env")
+    @classmethod
+    def _seed_env_name(cls, value: str) -> str:
+        problem = env_name_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
     @field_validator("properties")
     @classmethod
-    def _unique_ids(cls, props: list[Property]) -> list[Property]:
+    def _unique_ids(cls, props: list[Property], info: ValidationInfo) -> list[Property]:
+        runner = info.data.get("runner", DEFAULT_RUNNER)
+        for prop in props:
+            problem = runner_test_problem(runner, prop.test)
+            if problem:
+                raise ValueError(f"{prop.id}: {problem}")
         for attr in ("id", "test"):
             values = [getattr(p, attr) for p in props]
             dupes = sorted({v for v in values if values.count(v) > 1})
@@ -96,13 +135,22 @@ class Contract(BaseModel):
         (version, seeds, properties, paths, manifest, quarantine list), without the values a
         resolution fills in (both commits, the two tree hashes). The same contract file has
         the same hash in every verdict, and so does every resolution of it."""
-        return hash_json(self.model_dump(mode="json", exclude=set(RESOLUTION_FIELDS)))
+        return hash_json(self._content(exclude=set(RESOLUTION_FIELDS)))
+
+    def _content(self, exclude: set[str] | None = None) -> dict[str, object]:
+        """What the hashes cover: the runner fields only when they are not the defaults, so
+        every pytest contract written before runners were named keeps its hash."""
+        data = self.model_dump(mode="json", exclude=exclude)
+        for name, default in (("runner", DEFAULT_RUNNER), ("seed_env", DEFAULT_SEED_ENV)):
+            if data.get(name) == default:
+                data.pop(name)
+        return data
 
     @property
     def resolved_contract_hash(self) -> str:
         """``sha256:`` of the canonical JSON of everything, resolution included: names one
         contract applied to one pair of commits."""
-        return hash_json(self.model_dump(mode="json"))
+        return hash_json(self._content())
 
     def tests_dir(self) -> str:
         """The deepest directory holding every property file (where pytest would look for
@@ -138,6 +186,45 @@ class Contract(BaseModel):
 TODO_ORACLE = "TODO: what must hold, in one sentence, for a reviewer"
 DEFAULT_SEEDS = (11, 29, 47)
 """The schedule a new contract starts with (three seeds: enough to see a split result)."""
+
+
+def ctest_skeleton(
+    tests: Sequence[str], spec_paths: Sequence[str], seeds: Sequence[int] = DEFAULT_SEEDS
+) -> str:
+    """A commented contract for a CMake project: ``runner: ctest``, one property per ctest
+    test name in ``tests`` (from ``ctest -N``); it loads as it is."""
+    props = [Property(id=property_id(f"t::{test}", i), test=test) for i, test in enumerate(tests)]
+    lines = [
+        "# The differential contract (written by `patchwarden contract init`).",
+        "# Review every line, commit it, then run `patchwarden contract check`.",
+        "contract_version: 1",
+        "",
+        "# The properties are ctest tests (docs/design/runners.md): score configures and builds",
+        "# each tree with CMake in the sandbox, then runs them with ctest --output-junit,",
+        "# each seed in the environment variable below (read it in the tests, with a frozen",
+        "# default for runs by hand). The assertions share the product's process: the",
+        "# runner_trust check names it on every verdict (docs/threat-model.md).",
+        "runner: ctest",
+        f"seed_env: {DEFAULT_SEED_ENV}",
+        f"seeds: [{', '.join(str(s) for s in seeds)}]",
+        "",
+        "# The test sources and the CMake file that defines the tests: read-only to the agent,",
+        "# and a patch that changes them is rejected (contract_tampered).",
+        "spec_paths:" + ("" if spec_paths else f" []  # TODO: {TODO_SPEC_PATHS}"),
+        *[f"  - {json.dumps(p)}" for p in spec_paths],
+        "",
+        "properties:",
+    ]
+    for prop in props:
+        lines += [
+            f"  - id: {json.dumps(prop.id)}",
+            f'    oracle: ""  # {TODO_ORACLE}',
+            f"    test: {json.dumps(prop.test)}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+TODO_SPEC_PATHS = "the directory of the test sources and of the CMakeLists.txt that adds them"
 
 
 def contract_skeleton(

@@ -27,21 +27,23 @@ from patchwarden.sandbox import (
     ImportLayout,
     PropertyRun,
     PropertyTarget,
+    RunRequest,
     SandboxConfig,
     collect_tests,
     configuration_line,
     configuration_problems,
     file_at,
     layout_for,
+    list_ctest_tests,
     require_sandbox,
     resolve_commit,
-    run_properties,
+    runner_named,
 )
 
 from ._checkout import clean_checkout, read_contract_at, scorer_clone
 from ._config import ScorerConfig
 from ._contract import Contract, manifest_fixtures
-from ._errors import ContractError
+from ._errors import ContractError, PatchwardenError
 from ._score import RunProgress
 from .checks import remove_bytecode, restore_from_parent
 
@@ -82,6 +84,25 @@ class ContractCheck:
     """The reference fix's sha (``contract check --reference``), its contract paths restored
     from the base as ``score`` restores them."""
     reference_runs: dict[int, PropertyRun] = field(default_factory=dict)
+    runner: str = "pytest"
+    """The contract's runner (docs/design/runners.md)."""
+    seed_env: str = ""
+    oracle: str = "isolated"
+    """pytest: the operator's ``sandbox.oracle`` (``in-process`` lowers the trust level)."""
+
+    def runner_line(self) -> str:
+        """What ``score`` will run, and who reports each result (the trust level)."""
+        runner = runner_named(self.runner)
+        if runner.name == "ctest":
+            what = (
+                "per tree: cmake configure and build in the sandbox (cached by content), then "
+                f"ctest --output-junit per seed with the seed in {self.seed_env}"
+            )
+        else:
+            what = "one sandboxed pytest process per tree and seed"
+        if runner.python and self.oracle != "isolated":
+            return f"runner: {runner.name}: {what}; trust: {self.oracle} (sandbox.oracle)"
+        return f"runner: {runner.name}: {what}; trust: {runner.trust} ({runner.why})"
 
     def passing(self, prop: str, runs: Mapping[int, PropertyRun] | None = None) -> bool:
         """``prop`` passes on every seed of ``runs`` (default: the base's)."""
@@ -185,6 +206,10 @@ def _check_ids(
     layout: ImportLayout,
     config: ScorerConfig,
 ) -> tuple[list[TestIdCheck], list[tuple[str, str]]]:
+    if contract.runner == "ctest":
+        return _check_ctest_names(
+            tree, contract, contract_text, contract_where, sandbox_config, config
+        )
     files = sorted({p.test.split("::", 1)[0] for p in contract.properties})
     present = [f for f in files if (tree / f).is_file() and not (tree / f).is_symlink()]
     collected = collect_tests(
@@ -219,6 +244,39 @@ def _check_ids(
             )
         )
     return checks, collected.errors
+
+
+def _check_ctest_names(
+    tree: Path,
+    contract: Contract,
+    contract_text: str,
+    contract_where: str,
+    sandbox_config: SandboxConfig,
+    config: ScorerConfig,
+) -> tuple[list[TestIdCheck], list[tuple[str, str]]]:
+    """A ctest contract's test names against ``ctest -N`` on the base's build (a build that
+    fails is an error naming its first error's file:line)."""
+    try:
+        names = list_ctest_tests(tree, sandbox_config, config.run_limits)
+    except PatchwardenError as exc:
+        raise ContractError(
+            f"listing the ctest tests on the base: {exc}", where=contract_where
+        ) from None
+    checks = []
+    for index, prop in enumerate(contract.properties):
+        line = line_of(contract_text, ("properties", index, "test"))
+        close = difflib.get_close_matches(prop.test, names, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        checks.append(
+            TestIdCheck(
+                prop=prop.id,
+                test=prop.test,
+                where=f"{contract_where}:{line}" if line else contract_where,
+                cases=1 if prop.test in names else 0,
+                problem="" if prop.test in names else f"is not a ctest test of the base{hint}",
+            )
+        )
+    return checks, []
 
 
 def id_problems(checks: Sequence[TestIdCheck]) -> ContractError | None:
@@ -303,6 +361,9 @@ def check_contract(
         runs={seed: runs[seed] for seed in contract.seeds if seed in runs},
         reference=reference_sha,
         reference_runs={s: reference_runs[s] for s in contract.seeds if s in reference_runs},
+        runner=contract.runner,
+        seed_env=contract.seed_env,
+        oracle=sandbox_config.oracle,
     )
 
 
@@ -334,14 +395,17 @@ def run_seeds(
     with ThreadPoolExecutor(max_workers=min(config.worker_count(), len(contract.seeds))) as pool:
         futures = {
             pool.submit(
-                run_properties,
-                tree,
-                targets,
-                seed,
-                sandbox_config,
-                contract_paths=contract_paths,
-                limits=config.run_limits,
-                layout=layout,
+                runner_named(contract.runner).run,
+                RunRequest(
+                    tree=tree,
+                    targets=targets,
+                    seed=seed,
+                    config=sandbox_config,
+                    contract_paths=contract_paths,
+                    limits=config.run_limits,
+                    layout=layout,
+                    seed_env=contract.seed_env,
+                ),
             ): seed
             for seed in contract.seeds
         }

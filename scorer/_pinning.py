@@ -100,6 +100,8 @@ def pin_boundaries(
                     contract_paths=tuple(contract_paths),
                     limits=limits,
                     layout=layout,
+                    runner=contract.runner,
+                    seed_env=contract.seed_env,
                 )
                 for seed in contract.seeds
             ]

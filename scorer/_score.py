@@ -558,6 +558,8 @@ def _units(plan: ScorePlan, describe_trees: bool) -> list[RunUnit]:
             layout=plan.layout,
             group=group.name,
             tests_dir=group.tests_dir,
+            runner=group.contract.runner,
+            seed_env=group.contract.seed_env,
         )
         for group in plan.groups
         for name in TREES

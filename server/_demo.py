@@ -1,5 +1,6 @@
-"""The scripted agent session of ``patchwarden demo``: the orders example, three patches,
-three verdicts, played through a real MCP client against ``patchwarden serve``."""
+"""The scripted agent session of ``patchwarden demo``: a bundled example (orders, pytest; or
+paths, CMake and ctest), three patches, three verdicts, played through a real MCP client
+against ``patchwarden serve``."""
 
 from __future__ import annotations
 
@@ -31,31 +32,37 @@ DEMO_PATCHES = (
     DemoPatch("regression", "reject", frozenset({"regression"})),
     DemoPatch("refactor", "propose_freeze", frozenset({"shared_variant_fail"})),
 )
+EXAMPLES = {"orders": "*.py", "paths": "*.cpp"}
+"""The bundled examples the demo plays (examples/<name>), each with the files it lists; both
+have the three patches of ``DEMO_PATCHES``."""
+DEFAULT_EXAMPLE = "orders"
 
 
 # -- demo ---------------------------------------------------------------------
 
 
-def _examples_dir() -> Path:
+def _examples_dir(example: str = DEFAULT_EXAMPLE) -> Path:
     """The example ships as package data (patchwarden.examples), in a wheel as in a checkout."""
     import patchwarden.examples
     from patchwarden.sandbox import ConfigError
 
-    here = Path(patchwarden.examples.__file__).resolve().parent / "orders"
+    here = Path(patchwarden.examples.__file__).resolve().parent / example
     if not (here / "make_repo.py").is_file():
-        raise ConfigError("the installed package has no example (examples/orders)", where=str(here))
+        raise ConfigError(
+            f"the installed package has no example (examples/{example})", where=str(here)
+        )
     return here
 
 
-def build_demo(workdir: Path) -> tuple[Path, Path, dict[str, str]]:
+def build_demo(workdir: Path, example: str = DEFAULT_EXAMPLE) -> tuple[Path, Path, dict[str, str]]:
     """The example repository and a config; returns (repo, config, env for the server)."""
     import subprocess
 
     from patchwarden.sandbox import ConfigError
 
-    examples = _examples_dir()
+    examples = _examples_dir(example)
     workdir.mkdir(parents=True, exist_ok=True)
-    repo = workdir / "orders"
+    repo = workdir / example
     built = subprocess.run(
         [sys.executable, str(examples / "make_repo.py"), str(repo)],
         capture_output=True,
@@ -124,14 +131,14 @@ def _verdict_line(name: str, summary: dict[str, Any]) -> str:
     return line + (f"; findings: {findings}" if findings else "")
 
 
-async def run_demo(workdir: Path | None) -> bool:
+async def run_demo(workdir: Path | None, example: str = DEFAULT_EXAMPLE) -> bool:
     from mcp import Client
 
     if workdir is None:
         workdir = Path(tempfile.mkdtemp(prefix="patchwarden-demo-"))
     workdir = workdir.resolve()
-    repo, config, env = build_demo(workdir)
-    examples = _examples_dir()
+    repo, config, env = build_demo(workdir, example)
+    examples = _examples_dir(example)
     _say(f"demo: example repository {repo} (base tag '{DEMO_BASE}')")
     all_ok = True
     async with Client(server_parameters(config, env, workdir)) as client:
@@ -141,10 +148,11 @@ async def run_demo(workdir: Path | None) -> bool:
             f"({', '.join(p['id'] for p in contract['properties'])}), "
             f"{len(contract['seeds'])} seeds, read-only: {', '.join(contract['read_only_paths'])}"
         )
+        pattern = EXAMPLES[example]
         listing = _structured(
-            await client.call_tool("list_files", {"pattern": "*.py"}), "list_files"
+            await client.call_tool("list_files", {"pattern": pattern}), "list_files"
         )
-        _say(f"list_files: {len(listing['entries'])} Python files")
+        _say(f"list_files: {len(listing['entries'])} {pattern} files")
         overlays = {p.name: _overlay(examples / "patches" / p.name) for p in DEMO_PATCHES}
         touched = sorted({path for files in overlays.values() for path in files})
         base_files = {}

@@ -93,7 +93,11 @@ def test_check_prints_property_by_seed_and_warns_about_always_passing(
         f"note: {CONTRACT} in the working tree differs from the one committed at "
     )
     assert lines[0].endswith(": 2 properties, seeds 11 29")
-    assert lines[1] == "import roots: . (the tree)"
+    assert lines[1] == (
+        "runner: pytest: one sandboxed pytest process per tree and seed; trust: isolated "
+        "(the oracle process imports no product code (docs/design/isolated-oracle.md))"
+    )
+    assert lines[2] == "import roots: . (the tree)"
     assert "prop.always_true, prop.double_is_even collected on the base" in proc.stdout
     header = next(line for line in lines if line.startswith("property"))
     assert header.split() == ["property", "seed", "11", "seed", "29"]

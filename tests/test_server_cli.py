@@ -280,3 +280,24 @@ def test_demo_plays_three_patches_and_exits_0(tmp_path: Path) -> None:
     bundles = list((tmp_path / "demo" / "logs" / "verdicts").iterdir())
     assert len(bundles) == 3 and all((b / "decision.json").is_file() for b in bundles)
     assert out.count("evidence: ") == 3
+
+
+@pytest.mark.bwrap
+def test_the_paths_demo_plays_the_ctest_example(tmp_path: Path) -> None:
+    """The same agent session on a C++ project built with CMake and tested with ctest
+    (docs/design/runners.md): run_tests builds and runs ctest, the verdicts are the same."""
+    done = subprocess.run(
+        [*ENTRY, "demo", "--example", "paths", "--workdir", str(tmp_path / "demo")],
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert "list_files: 6 *.cpp files" in out
+    assert re.search(r"fix\s+accept\s+prop\.no_backslash=parent_fail_cleared", out)
+    assert re.search(r"regression\s+reject\s+.*prop\.idempotent=regression", out)
+    assert re.search(r"refactor\s+propose_freeze\s+prop\.no_backslash=shared_variant_fail", out)
+    assert "runner_trust=review" in out
+    assert "all three verdicts as expected" in out

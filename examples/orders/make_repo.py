@@ -90,6 +90,20 @@ PATCH_SPECS = (
 )
 
 
+class Example(NamedTuple):
+    """One bundled example: its base files, its patch overlays, the commits to make. The
+    paths example (examples/paths/make_repo.py) is built by the same code."""
+
+    template: Path
+    patches: Path
+    specs: tuple[PatchSpec, ...]
+    base_message: str
+    manifest: str
+
+
+ORDERS = Example(TEMPLATE, PATCHES, PATCH_SPECS, BASE_MESSAGE, MANIFEST)
+
+
 def iter_files(root: Path) -> Iterator[Path]:
     """Files under `root` (relative, sorted), without caches and bytecode."""
     for path in sorted(root.rglob("*")):
@@ -113,9 +127,9 @@ def copy_tree(src: Path, dest: Path, skip: frozenset[str] = frozenset()) -> list
     return copied
 
 
-def verify_manifest(tree: Path) -> None:
+def verify_manifest(tree: Path, manifest_path: str = MANIFEST) -> None:
     """Raise ValueError unless every manifest fixture's sha256 matches its bytes."""
-    manifest = json.loads((tree / MANIFEST).read_text(encoding="utf-8"))
+    manifest = json.loads((tree / manifest_path).read_text(encoding="utf-8"))
     for entry in manifest["fixtures"]:
         actual = hashlib.sha256((tree / entry["fixture"]).read_bytes()).hexdigest()
         if actual != entry["sha256"]:
@@ -166,16 +180,16 @@ def commit_all(repo: git.Repo, message: str, date: str) -> str:
     return repo.head.commit.hexsha
 
 
-def commit_base(repo: git.Repo, dest: Path) -> str:
-    copy_tree(TEMPLATE, dest)
-    verify_manifest(dest)
-    sha = commit_all(repo, BASE_MESSAGE, BASE_DATE)
+def commit_base(repo: git.Repo, dest: Path, example: Example = ORDERS) -> str:
+    copy_tree(example.template, dest)
+    verify_manifest(dest, example.manifest)
+    sha = commit_all(repo, example.base_message, BASE_DATE)
     repo.create_tag(BASE_TAG, ref=sha)
     return sha
 
 
-def commit_patch(repo: git.Repo, dest: Path, spec: PatchSpec) -> str:
-    source = PATCHES / spec.name
+def commit_patch(repo: git.Repo, dest: Path, spec: PatchSpec, example: Example = ORDERS) -> str:
+    source = example.patches / spec.name
     repo.git.checkout("--quiet", "--force", "--detach", spec.parent)
     copy_tree(source, dest, skip=frozenset({MESSAGE_FILE}))
     message = (source / MESSAGE_FILE).read_text(encoding="utf-8")
@@ -184,15 +198,15 @@ def commit_patch(repo: git.Repo, dest: Path, spec: PatchSpec) -> str:
     return sha
 
 
-def make_repo(dest: Path) -> dict[str, str]:
+def make_repo(dest: Path, example: Example = ORDERS) -> dict[str, str]:
     """Build the example repository at `dest`; return tag name -> commit sha."""
     dest = Path(dest).absolute()  # git runs inside dest; a relative path would resolve twice
     check_dest(dest)
     with isolated_git_env():
         repo = init_repo(dest)
-        shas = {BASE_TAG: commit_base(repo, dest)}
-        for spec in PATCH_SPECS:
-            shas[spec.tag] = commit_patch(repo, dest, spec)
+        shas = {BASE_TAG: commit_base(repo, dest, example)}
+        for spec in example.specs:
+            shas[spec.tag] = commit_patch(repo, dest, spec, example)
         repo.git.checkout("--quiet", "--force", "main")
         repo.close()
     return shas
@@ -203,12 +217,13 @@ def format_table(shas: Mapping[str, str]) -> str:
     return "\n".join(f"{name:<{width}}  {sha}" for name, sha in shas.items())
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Build the orders example repository.")
+def main(argv: list[str] | None = None, example: Example = ORDERS) -> int:
+    name = example.template.parent.name
+    parser = argparse.ArgumentParser(description=f"Build the {name} example repository.")
     parser.add_argument("dest", type=Path, help="new directory for the repository")
     args = parser.parse_args(argv)
     try:
-        shas = make_repo(args.dest)
+        shas = make_repo(args.dest, example)
     except (FileExistsError, ValueError) as exc:
         print(f"make_repo: {exc}", file=sys.stderr)
         return 2

@@ -89,8 +89,12 @@ def runtime_tampering(runs: Runs) -> list[str]:
             if _foreign(record):
                 continue
             if record.prop in parent and record.settings != parent[record.prop]:
+                # A ctest record's settings are its test's definition (sandbox/_ctest_runner.py).
+                what = (
+                    "ctest definition" if "ctest " in parent[record.prop] else "Hypothesis settings"
+                )
                 lines.append(
-                    f"Hypothesis settings of {record.prop} differ from the parent's "
+                    f"{what} of {record.prop} differ from the parent's "
                     f"(seed {seed}): {record.settings or 'none'}"
                 )
     return lines

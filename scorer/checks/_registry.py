@@ -19,6 +19,7 @@ from ._check_isolation import ISOLATION
 from ._check_oracle_pin import ORACLE_PIN
 from ._check_probes import PROBES
 from ._check_quarantine import QUARANTINE
+from ._check_runner_trust import RUNNER_TRUST
 from ._check_shadowing import SHADOWING
 from ._check_spec_review import SPEC_REVIEW
 from ._check_suspicious import SUSPICIOUS
@@ -38,6 +39,7 @@ SCORECARD: tuple[ScorecardCheck, ...] = (
     FORGED,
     ISOLATION,
     PROBES,
+    RUNNER_TRUST,
 )
 
 

@@ -21,7 +21,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from patchwarden.sandbox import ImportLayout, Limits, PropertyRun, PropertyTarget
+from patchwarden.sandbox import (
+    DEFAULT_RUNNER,
+    DEFAULT_SEED_ENV,
+    ImportLayout,
+    Limits,
+    PropertyRun,
+    PropertyTarget,
+    RunRequest,
+    SandboxConfig,
+)
 
 UnitKey = tuple[str, int]
 """(run name, seed): a unit's place in one request's schedule. The run name is the tree's
@@ -77,6 +86,25 @@ class RunUnit:
     tests_dir: Path | None = None
     """A held-out directory the targets' tests live in, mounted read-only apart from the tree
     (a remote executor ships its files to the workers); None: the tests are the tree's."""
+    runner: str = DEFAULT_RUNNER
+    """The contract's runner (sandbox ``RUNNERS``): what runs the targets."""
+    seed_env: str = DEFAULT_SEED_ENV
+    """The environment variable the seed reaches the tests in (runners that use one)."""
+
+    def request(self, tree: Path, config: SandboxConfig, tests_dir: Path | None) -> RunRequest:
+        """What the unit's runner is asked, on ``tree`` (the planned one, or a worker's
+        rebuild of it)."""
+        return RunRequest(
+            tree=tree,
+            targets=self.targets,
+            seed=self.seed,
+            config=config,
+            contract_paths=self.contract_paths,
+            limits=self.limits,
+            layout=self.layout,
+            tests_dir=tests_dir,
+            seed_env=self.seed_env,
+        )
 
     @property
     def key(self) -> UnitKey:

@@ -1,7 +1,7 @@
 """The local executor: ``jobs`` sandboxed processes at once on this machine.
 
-Each worker thread waits on one sandboxed pytest process (``run_properties``), so ``jobs``
-threads keep ``jobs`` cores busy; units queue in submission order, which keeps earlier
+Each worker thread waits on one sandboxed run of the contract's runner (``runner_named``), so
+``jobs`` threads keep ``jobs`` cores busy; units queue in submission order, which keeps earlier
 requests finishing first. The one-time sandbox check starts as soon as the executor does and
 runs while the driver plans, instead of before it.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from patchwarden.sandbox import SandboxConfig, require_sandbox, run_properties
+from patchwarden.sandbox import SandboxConfig, require_sandbox, runner_named
 
 from ._base import Executor, RunOutcome, RunUnit
 
@@ -36,16 +36,7 @@ class LocalExecutor(Executor):
 
     def _run(self, unit: RunUnit) -> RunOutcome:
         self._checked.result()  # a sandbox that does not work fails every unit the same way
-        run = run_properties(
-            unit.tree,
-            unit.targets,
-            unit.seed,
-            self._sandbox,
-            contract_paths=unit.contract_paths,
-            limits=unit.limits,
-            layout=unit.layout,
-            tests_dir=unit.tests_dir,
-        )
+        run = runner_named(unit.runner).run(unit.request(unit.tree, self._sandbox, unit.tests_dir))
         return RunOutcome(run=run)
 
     def close(self) -> None:

@@ -52,7 +52,7 @@ from patchwarden.sandbox import (
     git_errors,
     open_repo,
     require_sandbox,
-    run_properties,
+    runner_named,
 )
 
 from .._checkout import state_dir
@@ -294,16 +294,7 @@ def run_unit_on_worker(
                 f"{source.sha[:12]} differs from the planned one; not run",
             )
         tests_dir = None if held_out is None else held_out_on_worker(Path(state_dir), held_out)
-        run = run_properties(
-            tree,
-            unit.targets,
-            unit.seed,
-            config,
-            contract_paths=unit.contract_paths,
-            limits=unit.limits,
-            layout=unit.layout,
-            tests_dir=tests_dir,
-        )
+        run = runner_named(unit.runner).run(unit.request(tree, config, tests_dir))
         drift: tuple[str, ...] = ()
         if tree_digest(tree) != source.digest:
             _worker_trees(state_dir).drop(source)

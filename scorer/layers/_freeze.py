@@ -24,14 +24,16 @@ from patchwarden.sandbox import (
     SandboxConfig,
     blob_id_at,
     changed_paths,
+    file_at,
     first_parent,
+    list_ctest_tests,
     resolve_commit,
 )
 
-from .._checkout import clean_checkout, scorer_clone, working_tree
+from .._checkout import clean_checkout, contract_at, scorer_clone, working_tree
 from .._config import ScorerConfig
-from .._contract import FREEZE_DIR
-from .._errors import InputError
+from .._contract import DEFAULT_CONTRACT_PATH, FREEZE_DIR
+from .._errors import InputError, PatchwardenError
 from .._hashing import sha256_file
 from ._collector import collect_node_id
 
@@ -121,11 +123,14 @@ def _check_test_id(
     config: ScorerConfig,
     sandbox_config: SandboxConfig,
     contract_paths: Sequence[str],
+    runner: str = "pytest",
 ) -> str:
     problem = node_id_problem(value)
     if problem:
         return problem
     clone = scorer_clone(repo, [head], config)
+    if runner == "ctest":
+        return _check_ctest_id(str(value), clone, head, config, sandbox_config)
     with clean_checkout(clone, head, config) as tree:
         found = collect_node_id(tree, value, sandbox_config, contract_paths=contract_paths)
     code = found.process.exit_code
@@ -134,6 +139,21 @@ def _check_test_id(
     if found.count != 1 or code != 0:
         noun = "test" if found.count == 1 else "tests"
         return f"collects {found.count} {noun} (pytest exit code {code}); exactly one is required"
+    return ""
+
+
+def _check_ctest_id(
+    name: str, clone: Any, head: str, config: ScorerConfig, sandbox_config: SandboxConfig
+) -> str:
+    """A ctest test id: exactly one test of that name in ``ctest -N`` of ``head``'s build."""
+    with clean_checkout(clone, head, config) as tree:
+        try:
+            names = list_ctest_tests(tree, sandbox_config, config.run_limits)
+        except PatchwardenError as exc:
+            return f"ctest -N did not list the tests ({exc}); failing closed"
+    count = names.count(name)
+    if count != 1:
+        return f"names {count} ctest tests of {head[:12]}; exactly one is required"
     return ""
 
 
@@ -215,6 +235,7 @@ def check_freeze_record(
     config: ScorerConfig,
     sandbox_config: SandboxConfig,
     contract_paths: Sequence[str] = (),
+    runner: str = "pytest",
 ) -> list[FieldReject]:
     """Every field of ``record`` that does not hold, in the order of docs/design/contract-layers.md.
 
@@ -228,7 +249,7 @@ def check_freeze_record(
             problems[name] = "missing (notes never fill a gap)"
     if "test_id" not in problems:
         problems["test_id"] = _check_test_id(
-            record["test_id"], repo, head, config, sandbox_config, contract_paths
+            record["test_id"], repo, head, config, sandbox_config, contract_paths, runner
         )
     fixture_path, fixture_digest = _check_fixture(
         record.get("fixture_path"), record.get("fixture_sha256"), fixture_root
@@ -251,12 +272,19 @@ def freeze_check(
     sandbox_config: SandboxConfig,
     *,
     record_path: Path | None = None,
+    contract: str = DEFAULT_CONTRACT_PATH,
 ) -> list[FieldReject]:
-    """``patchwarden freeze check``: the record in ``repo``'s working tree against its HEAD."""
+    """``patchwarden freeze check``: the record in ``repo``'s working tree against its HEAD.
+    The test id is one of the runner's that the contract committed at HEAD names (pytest
+    when there is none; docs/design/runners.md)."""
     tree = working_tree(repo)
     path = record_path if record_path is not None else tree / DEFAULT_RECORD
     record = load_record(path)
     head = resolve_commit(tree, "HEAD")
+    # Without a committed contract the record is a pytest project's, as before runners were
+    # named; a contract that does not load is an error, never a guess.
+    has_contract = file_at(tree, head, contract) is not None
+    runner = contract_at(tree, head, contract)[0].runner if has_contract else "pytest"
     return check_freeze_record(
         record,
         repo=tree,
@@ -265,4 +293,5 @@ def freeze_check(
         config=config,
         sandbox_config=sandbox_config,
         contract_paths=[FREEZE_DIR],
+        runner=runner,
     )

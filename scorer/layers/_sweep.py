@@ -28,9 +28,17 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from patchwarden.sandbox import AgentRun, SandboxConfig, file_at, resolve_commit
+from patchwarden.sandbox import (
+    AgentRun,
+    SandboxConfig,
+    file_at,
+    prepare_writable_tree,
+    resolve_commit,
+    run_agent_ctest,
+)
 
 from .._checkout import (
+    clean_checkout,
     contract_at,
     repo_key,
     run_pytest_once,
@@ -57,6 +65,9 @@ FAILING_OUTCOMES = frozenset({"failed", "error"})
 FINISHED_EXIT_CODES = frozenset({0, 1, 5})
 """pytest ran the whole selection: all passed, some failed, or nothing collected.
 2 (interrupted, collection errors), 3 (internal error), 4 (usage) did not finish."""
+CTEST_FINISHED_EXIT_CODES = frozenset({0, 8})
+"""ctest ran the whole selection: all passed, or some failed (a build failure, a missing
+JUnit report or another status did not finish)."""
 
 
 class TestCount(BaseModel):
@@ -97,15 +108,19 @@ class SweepResult(BaseModel):
         ]
 
 
-def _incomplete(number: int, run: AgentRun) -> str | None:
+def _incomplete(number: int, run: AgentRun, runner: str = "pytest") -> str | None:
     process = run.process
     if process.exit_code is None:
         why = "idle limit" if process.idle_timed_out else "wall-clock limit"
         return f"run {number}: killed at the {why}"
-    if process.exit_code not in FINISHED_EXIT_CODES:
-        return f"run {number}: pytest exit code {process.exit_code} (collection error or crash)"
+    finished = CTEST_FINISHED_EXIT_CODES if runner == "ctest" else FINISHED_EXIT_CODES
+    if process.exit_code not in finished:
+        return (
+            f"run {number}: {runner} exit code {process.exit_code} "
+            f"({'build failure' if run.collection_errors else 'collection error'} or crash)"
+        )
     if not run.complete:
-        return f"run {number}: the process ended before pytest finished"
+        return f"run {number}: the process ended before {runner} finished"
     return None
 
 
@@ -119,7 +134,7 @@ def property_tests(contract: Contract) -> list[str]:
 
 
 def tally_runs(
-    runs: list[AgentRun], *, left_out: Sequence[str] = ()
+    runs: list[AgentRun], *, left_out: Sequence[str] = (), runner: str = "pytest"
 ) -> tuple[list[Tally], list[str]]:
     """Failures per test over ``runs`` (missing counts as failing), and unfinished runs;
     tests in ``left_out`` (the contract's properties) are not counted."""
@@ -143,7 +158,7 @@ def tally_runs(
     incomplete = [
         reason
         for number, run in enumerate(runs, start=1)
-        if (reason := _incomplete(number, run)) is not None
+        if (reason := _incomplete(number, run, runner)) is not None
     ]
     return tallies, incomplete
 
@@ -176,16 +191,36 @@ def sweep(
     deselect = [arg for test in left_out for arg in ("--deselect", test)]
 
     def one(number: int) -> AgentRun:
-        run = run_pytest_once(
-            clone, base_sha, deselect, seed, config, sandbox_config, contract_paths=contract_paths
-        )
+        if contract_obj.runner == "ctest":
+            # A CMake project: the tests ctest knows, the contract's left out, on a fresh
+            # checkout (its build is cached by content, so the three runs build once).
+            with clean_checkout(clone, base_sha, config) as checkout:
+                prepare_writable_tree(checkout, sandbox_config)
+                run = run_agent_ctest(
+                    checkout,
+                    seed,
+                    sandbox_config,
+                    seed_env=contract_obj.seed_env,
+                    exclude=left_out,
+                    limits=config.run_limits,
+                )
+        else:
+            run = run_pytest_once(
+                clone,
+                base_sha,
+                deselect,
+                seed,
+                config,
+                sandbox_config,
+                contract_paths=contract_paths,
+            )
         if on_run is not None:
             on_run(number, run)
         return run
 
     with ThreadPoolExecutor(max_workers=min(config.worker_count(), runs)) as pool:
         results = list(pool.map(one, range(1, runs + 1)))
-    tallies, incomplete = tally_runs(results, left_out=left_out)
+    tallies, incomplete = tally_runs(results, left_out=left_out, runner=contract_obj.runner)
     flaky = [t for t in tallies if 0 < t.failures < runs]
     broken = [t for t in tallies if t.failures == runs]
     now = datetime.now(UTC)

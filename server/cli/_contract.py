@@ -8,20 +8,22 @@ from pathlib import Path
 
 import click
 
-from patchwarden.sandbox import PropertyRun, repo_root, working_files
+from patchwarden.sandbox import PropertyRun, list_ctest_tests, repo_root, working_files
 from patchwarden.scorer import (
     DEFAULT_CONTRACT_PATH,
+    TODO_SPEC_PATHS,
     ContractCheck,
     ContractError,
     InputError,
-    Property,
     bare_name,
     check_contract,
     collection_cause,
     contract_skeleton,
+    ctest_skeleton,
     guards_for,
     is_guard,
     normalise_witness,
+    runner_test_problem,
     working_copy_note,
 )
 
@@ -153,10 +155,12 @@ def _report(result: ContractCheck) -> str:
         + f", seeds {' '.join(str(s) for s in result.runs)}"
         + (f"; reference {result.reference[:12]}" if result.reference else "")
     )
-    roots = [*result.layout.sources, ". (the tree)"]
-    click.echo(f"import roots: {', '.join(roots)}")
-    for note in result.layout.notes:
-        click.echo(f"note: {printable(note)}")
+    click.echo(result.runner_line())
+    if result.runner == "pytest":
+        roots = [*result.layout.sources, ". (the tree)"]
+        click.echo(f"import roots: {', '.join(roots)}")
+        for note in result.layout.notes:
+            click.echo(f"note: {printable(note)}")
     left_out = next((r.configuration for r in result.runs.values()), [])
     if left_out:
         click.echo(f"pytest configuration left out: {printable('; '.join(left_out))}")
@@ -232,8 +236,9 @@ def _report(result: ContractCheck) -> str:
     "--test",
     "tests",
     multiple=True,
-    required=True,
-    help="A property's pytest node id (path::name, relative to the repository); repeat it.",
+    help="A property's pytest node id (path::name, relative to the repository); repeat it. "
+    "Without it, on a CMake project: one property per ctest test (ctest -N after a build in "
+    "the sandbox).",
 )
 @click.option(
     "--guards-for",
@@ -250,20 +255,27 @@ def _report(result: ContractCheck) -> str:
     show_default=True,
     help="Where to write the contract, relative to the repository.",
 )
-def init_cmd(repo: Path, tests: tuple[str, ...], guards: tuple[str, ...], contract: str) -> None:
+@config_option
+def init_cmd(
+    repo: Path,
+    tests: tuple[str, ...],
+    guards: tuple[str, ...],
+    contract: str,
+    config_path: Path | None,
+) -> None:
     """Write a commented contract skeleton with one property per --test (and one regression
-    guard per test of each --guards-for function). Never overwrites."""
+    guard per test of each --guards-for function); on a CMake project without --test, one
+    property per ctest test. Never overwrites."""
     root = repo_root(repo)
+    if not tests:
+        _init_ctest(repo, root, contract, config_path)
+        return
     repeated = sorted({t for t in tests if tests.count(t) > 1})
     if repeated:
         raise InputError(f"--test given twice: {repeated[0]} (one test per property)")
     for test in tests:
-        try:
-            Property(id="p", test=test)
-        except ValueError:
-            raise InputError(
-                f"--test must be a relative pytest node id 'path::name', got {test!r}"
-            ) from None
+        if runner_test_problem("pytest", test):
+            raise InputError(f"--test must be a relative pytest node id 'path::name', got {test!r}")
     rel = Path(contract)
     if rel.is_absolute() or ".." in rel.parts:
         raise ContractError("the contract must be a path inside the repository", where=contract)
@@ -301,3 +313,39 @@ def init_cmd(repo: Path, tests: tuple[str, ...], guards: tuple[str, ...], contra
         "next: fill in each oracle, commit the contract with the property tests, then run "
         f"`patchwarden contract check --repo {repo}`"
     )
+
+
+def _init_ctest(repo: Path, root: Path, contract: str, config_path: Path | None) -> None:
+    """``contract init`` on a CMake project: its ctest tests, listed after a sandboxed build."""
+    if not (root / "CMakeLists.txt").is_file():
+        raise InputError(
+            "give --test (pytest node ids), or run it on a CMake project (no CMakeLists.txt "
+            f"in {root})"
+        )
+    target = _new_contract_target(root, contract)
+    config = config_of(config_path)
+    names = list_ctest_tests(root, config.sandbox, config.scorer.run_limits)
+    if not names:
+        raise InputError(f"ctest -N lists no tests in {root} (enable_testing and add_test?)")
+    # The directory holding the tests' CMakeLists.txt is the usual home of their sources.
+    spec = [d for d in ("tests", "test") if (root / d / "CMakeLists.txt").is_file()][:1]
+    with os.fdopen(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644), "w") as out:
+        out.write(ctest_skeleton(names, spec))
+    click.echo(f"wrote {target}: runner ctest, {len(names)} tests ({', '.join(names)})")
+    if not spec:
+        click.echo(f"warning: spec_paths is empty: {TODO_SPEC_PATHS}", err=True)
+    click.echo(
+        "next: keep the tests that are properties, fill in each oracle, commit, then run "
+        f"`patchwarden contract check --repo {repo}`"
+    )
+
+
+def _new_contract_target(root: Path, contract: str) -> Path:
+    rel = Path(contract)
+    if rel.is_absolute() or ".." in rel.parts:
+        raise ContractError("the contract must be a path inside the repository", where=contract)
+    target = root / rel
+    if os.path.lexists(target):
+        raise ContractError("already exists; not overwritten", where=str(target))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return target

@@ -26,6 +26,7 @@ from ._base import (
     OneLineGroup,
     config_of,
     config_option,
+    contract_option,
     json_option,
     log_dir_of,
     log_dir_option,
@@ -117,12 +118,16 @@ def propose_cmd(
     type=click.Path(path_type=Path, dir_okay=False),
     help=f"The record (default: {DEFAULT_RECORD} in the repository).",
 )
+@contract_option
 @config_option
-def check_cmd(repo: Path, record: Path | None, config_path: Path | None) -> None:
+def check_cmd(repo: Path, record: Path | None, contract: str, config_path: Path | None) -> None:
     """Exit 0 only when all six fields of the record hold (HEAD is the patch, HEAD^ its
-    parent); else 1 with one line per field that does not."""
+    parent); else 1 with one line per field that does not. The test id is one of the
+    contract's runner (a pytest node id, or a ctest test name)."""
     config = config_of(config_path)
-    problems = freeze_check(repo, config.scorer, config.sandbox, record_path=record)
+    problems = freeze_check(
+        repo, config.scorer, config.sandbox, record_path=record, contract=contract
+    )
     for problem in problems:
         click.echo(printable(problem.line()))
     if problems:

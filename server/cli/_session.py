@@ -115,10 +115,18 @@ def start_front() -> Front | None:
     type=click.Path(path_type=Path, file_okay=False),
     help="Where the example repository, state and logs go (default: a new temp dir).",
 )
-def demo_cmd(workdir: Path | None) -> None:
-    """Play a scripted agent against `serve` on the orders example: three patches, three
+@click.option(
+    "--example",
+    type=click.Choice(["orders", "paths"]),
+    default="orders",
+    show_default=True,
+    help="orders: a Python project tested with pytest; paths: a C++ project built with CMake "
+    "and tested with ctest (docs/design/runners.md).",
+)
+def demo_cmd(workdir: Path | None, example: str) -> None:
+    """Play a scripted agent against `serve` on a bundled example: three patches, three
     verdicts (accept, reject, propose_freeze). Exit 0 only if all three are as expected."""
     from .._demo import run_demo
 
-    ok = anyio.run(run_demo, workdir)
+    ok = anyio.run(run_demo, workdir, example)
     sys.exit(0 if ok else 1)

@@ -13,7 +13,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from patchwarden.sandbox import ProcessResult, run_agent_python
+from patchwarden.sandbox import ProcessResult, run_agent_python, runner_named
 
 from .._errors import ToolInputError
 from ._base import RUNS, Out, Progress, Tool, ToolArgs, refusals
@@ -72,6 +72,13 @@ class RunPythonResult(Out):
 
 def _target(session: Session, args: Args) -> tuple[str | None, str | None]:
     """(code, script path) of a valid call; ToolInputError naming what is wrong otherwise."""
+    if not runner_named(session.contract.runner).python:
+        # The sandbox has a Python for patchwarden's own runners, but the project is not
+        # Python: nothing of it can be imported, and run_tests is how its code is run.
+        raise ToolInputError(
+            f"run_python: this project's tests run with {session.contract.runner}, not Python; "
+            "use run_tests"
+        )
     if (args.code is None) == (args.path is None):
         raise ToolInputError("give exactly one of code (a snippet) and path (a script to run)")
     if any("\0" in arg for arg in args.args):

@@ -16,6 +16,7 @@ from patchwarden.sandbox import (
     TestOutcome,
     layout_for,
     pytest_config_at,
+    run_agent_ctest,
     run_agent_tests,
 )
 
@@ -152,6 +153,8 @@ def _pytest_args(session: Session, args: Args) -> tuple[list[str], Limits]:
 
 
 async def run(session: Session, args: Args, progress: Progress) -> RunTestsResult:
+    if session.contract.runner == "ctest":
+        return await _run_ctest(session, args, progress)
     with refusals():
         argv, limits = _pytest_args(session, args)
     ws, seed = session.workspace, session.contract.seeds[0]
@@ -180,10 +183,41 @@ async def run(session: Session, args: Args, progress: Progress) -> RunTestsResul
     return summarise_run(outcome, list(session.quarantined), started, args.detail)
 
 
+async def _run_ctest(session: Session, args: Args, progress: Progress) -> RunTestsResult:
+    """A CMake project (docs/design/runners.md): build the worktree and run its ctest tests
+    (``tests`` are ctest names; ``keyword`` is refused), the first seed in the contract's
+    seed variable; each failure leads with the failed assertion's file:line."""
+    with refusals():
+        if args.keyword is not None:
+            raise ToolInputError("keyword is a pytest -k expression; name ctest tests in tests")
+        if any(c in t for t in args.tests or [] for c in "\0\n\r"):
+            raise ToolInputError("a test name must be one line")
+        limits = run_limits(session, args.timeout_s)
+    contract = session.contract
+
+    def work(cancel: threading.Event, on_output: OnOutput) -> AgentRun:
+        return run_agent_ctest(
+            session.workspace.tree,
+            contract.seeds[0],
+            session.sandbox,
+            seed_env=contract.seed_env,
+            tests=args.tests or [],
+            exclude=list(session.quarantined),
+            limits=limits,
+            cancel=cancel,
+            on_output=on_output,
+        )
+
+    started = time.monotonic()
+    outcome = await run_sandboxed(session, work, progress)
+    return summarise_run(outcome, list(session.quarantined), started, args.detail)
+
+
 TOOL = Tool(
     name="run_tests",
     title="Run tests",
-    description="Run the project's tests in the sandbox with its own pytest configuration. "
+    description="Run the project's tests in the sandbox with its own pytest configuration "
+    "(a CMake project: build it and run its ctest tests; tests are then ctest names). "
     "Sends progress while it runs; cancellable; quarantined (flaky) tests are left out and "
     "counted. Each failure, and each test module that fails to import, leads with the "
     "frames in the worktree and the exception line; ask for detail 'long' when you need "
