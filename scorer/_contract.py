@@ -11,7 +11,8 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from patchwarden._documents import parse_document, validate_document
 from patchwarden._runner_names import (
@@ -109,10 +110,17 @@ class Contract(BaseModel):
     @classmethod
     def _unique_ids(cls, props: list[Property], info: ValidationInfo) -> list[Property]:
         runner = info.data.get("runner", DEFAULT_RUNNER)
-        for prop in props:
+        for index, prop in enumerate(props):
             problem = runner_test_problem(runner, prop.test)
             if problem:
-                raise ValueError(f"{prop.id}: {problem}")
+                # At the property's own test line (properties.N.test), as a field error is:
+                # the runner is known only here, where the whole list is.
+                detail = InitErrorDetails(
+                    type=PydanticCustomError("value_error", "{problem}", {"problem": problem}),
+                    loc=(index, "test"),
+                    input=prop.test,
+                )
+                raise ValidationError.from_exception_data("Contract", [detail])
         for attr in ("id", "test"):
             values = [getattr(p, attr) for p in props]
             dupes = sorted({v for v in values if values.count(v) > 1})
