@@ -16,6 +16,7 @@ from ._argv import (
 from ._collect import Collected, collect_tests
 from ._config import Limits, SandboxConfig, describe_validation_error, parse_sandbox_config
 from ._doctor import DoctorCheck, check_interpreter, check_sandbox, require_sandbox
+from ._entropy import HASH_SEED_RANGE, RunEntropy
 from ._env import BuiltEnv, Declarations, build_env, read_declarations
 from ._errors import ConfigError, GitError, InputError, PatchwardenError, RunTimeout, SandboxError
 from ._git import (
@@ -59,6 +60,7 @@ from ._supervise import ProcessResult
 from ._trees import default_trees_dir, new_tree_parent, trees_dir
 
 __all__ = [
+    "HASH_SEED_RANGE",
     "HOOKLESS",
     "MACHINERY_NAMES",
     "NONE_BACKEND_WARNING",
@@ -81,6 +83,7 @@ __all__ = [
     "PropertyRecord",
     "PropertyRun",
     "PropertyTarget",
+    "RunEntropy",
     "RunTimeout",
     "SandboxConfig",
     "SandboxError",

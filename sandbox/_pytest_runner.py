@@ -23,6 +23,7 @@ from typing import Any
 from ._argv import LaunchSpec
 from ._channel import CANARY_DIR, RunSecret, canary_source, new_secret, verify_channel
 from ._config import Limits, SandboxConfig
+from ._entropy import RunEntropy
 from ._inside import ORACLE, program
 from ._launch import launch
 from ._layout import ImportLayout, detect_layout
@@ -95,6 +96,8 @@ class PropertyRun:
     rejects what the patch's runs do and the parent's do not."""
     product: ProcessResult | None = None
     """The product process of an isolated run (None: every property ran in-process)."""
+    entropy: RunEntropy | None = None
+    """The hash seed and ``random`` seed its processes ran with (sandbox/_entropy.py)."""
 
 
 @dataclass(frozen=True)
@@ -148,8 +151,13 @@ def _run_reporter(
     secret: RunSecret | None = None,
     readonly_mounts: Sequence[tuple[Path, str]] = (),
     product: _ProductProcess | None = None,
+    entropy: RunEntropy | None = None,
 ) -> tuple[bytes, list[str], ProcessResult]:
     """Launch the reporter and return its channel's bytes, problems, process.
+
+    ``entropy``: a scored run's hash seed and ``random`` seed, for the oracle and the
+    product process alike; ``seed`` then reaches the oracle alone, as the property's
+    Hypothesis seed. None (the agent's runs): ``seed`` is all three, as before.
 
     The channel is a pipe, not a file: what was written cannot be truncated or
     rewritten later (say by an atexit handler in product code), only added to.
@@ -177,7 +185,8 @@ def _run_reporter(
     if product is not None:
         beat_fd, beat_write = os.pipe()
         os.set_inheritable(beat_write, True)
-        ends = product.start(tree, seed, config, limits or config.limits, layout)
+        assert entropy is not None, "a product process runs only in scored runs"
+        ends = product.start(tree, entropy, config, limits or config.limits, layout)
         oracle_fds = (*ends, beat_write)
         cut = list(args).index("--")
         extra = ["--product-fds", ",".join(map(str, oracle_fds))]
@@ -201,6 +210,7 @@ def _run_reporter(
             "--layout",
             json.dumps(layout.to_json()),
             *(["--secret-fd", str(secret_fd)] if secret_fd is not None else []),
+            *(["--random-seed", str(entropy.random_seed)] if entropy is not None else []),
             *args,
         ]
         spec = LaunchSpec(
@@ -208,7 +218,7 @@ def _run_reporter(
             tree=tree,
             tree_writable=tree_writable,
             contract_paths=contract_paths,
-            env=_base_env(seed),
+            env=_base_env(entropy.hash_seed if entropy is not None else seed),
             pass_fds=((write_end,) if secret_fd is None else (write_end, secret_fd)) + oracle_fds,
             limits=limits,
             stdin=REPORTER_SOURCE.encode(),
@@ -290,6 +300,7 @@ def run_properties(
     limits: Limits | None = None,
     layout: ImportLayout | None = None,
     tests_dir: Path | None = None,
+    entropy: RunEntropy | None = None,
 ) -> PropertyRun:
     """Run every target for one seed in one sandboxed pytest process, with the run's hidden
     canaries, and verify the authenticated channel. What the run's product code writes goes
@@ -304,8 +315,13 @@ def run_properties(
     With ``sandbox.oracle: isolated`` (the default) the product runs in a process of its own
     (docs/design/isolated-oracle.md); a property that cannot runs again, in-process, in a
     second run of its own, and its record says why (``PropertyRecord.isolation``).
+
+    ``entropy``: the hash seed and ``random`` seed of every process of the run
+    (sandbox/_entropy.py); the scorer gives the parent's and the patch's run of one seed the
+    same. None: drawn fresh here. ``seed`` reaches only the oracle, as the Hypothesis seed.
     """
     layout = layout if layout is not None else layout_for(tree, config)
+    entropy = entropy if entropy is not None else RunEntropy.draw()
 
     def one_run(chosen: Sequence[PropertyTarget], product: _ProductProcess | None) -> PropertyRun:
         return _scorer_run(
@@ -318,6 +334,7 @@ def run_properties(
             limits=limits,
             layout=layout,
             tests_dir=tests_dir,
+            entropy=entropy,
         )
 
     if config.oracle != "isolated" or not targets:
@@ -434,6 +451,7 @@ def _merged(
         canaries=[c for r in runs for c in r.canaries],
         observed=[o for r in runs for o in r.observed],
         product=first.product if first is not None else None,
+        entropy=main_run.entropy,
     )
 
 
@@ -448,6 +466,7 @@ def _scorer_run(
     layout: ImportLayout,
     tests_dir: Path | None,
     product: _ProductProcess | None,
+    entropy: RunEntropy,
 ) -> PropertyRun:
     """One sandboxed oracle process (and, isolated, its product process) for ``targets``."""
     targets_json = json.dumps([[t.prop, t.node_id] for t in targets])
@@ -486,6 +505,7 @@ def _scorer_run(
             secret=secret,
             readonly_mounts=mounts,
             product=product,
+            entropy=entropy,
         )
     reading = verify_channel(raw, secret, process.exit_code)
     canaries = [c.prop for c in secret.canaries]
@@ -534,6 +554,7 @@ def _scorer_run(
         canaries=canaries,
         observed=reading.observed,
         product=product.result if product is not None else None,
+        entropy=entropy,
     )
 
 

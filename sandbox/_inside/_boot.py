@@ -8,7 +8,9 @@ Hypothesis profile, seeds every source of randomness, and reports one record
 per scheduled property. stdout/stderr never decide a status.
 
 Arguments: ``--report-fd N --seed S --mode scorer|agent --targets JSON [--layout LAYOUT]
-[--secret-fd M] [--spec-root DIR] -- [pytest args]`` where JSON is ``[[prop_id, node_id],
+[--secret-fd M] [--random-seed R] [--spec-root DIR] -- [pytest args]`` where S is the
+contract's seed (the properties' Hypothesis seed), R what ``random`` is seeded with (a scored
+run's secret draw, sandbox/_entropy.py; default S), JSON is ``[[prop_id, node_id],
 ...]`` (agent mode: ``[]``), LAYOUT is ``{"roots": [...], "packages": [...]}``: the tree's
 import roots, in sys.path order, and the project's own import names (sandbox/_layout.py),
 and DIR, in scorer mode, the directory the node ids are relative to (default: the tree, the
@@ -69,6 +71,9 @@ def _parse_argv(argv):
 
 OPTS, PYTEST_ARGS = _parse_argv(sys.argv[1:])
 SEED = int(OPTS["seed"])
+# A scored run's random state comes from the scorer's secret, never from the contract's seed:
+# product code that falls back in-process must not recognise Random(S) (sandbox/_entropy.py).
+RANDOM_SEED = int(OPTS.get("random-seed", SEED))
 MODE = OPTS.get("mode", "scorer")
 TARGETS = json.loads(OPTS.get("targets", "[]"))
 TREE = os.getcwd()
@@ -183,7 +188,7 @@ settings.register_profile(
     **SCORER_PROFILE,
 )
 settings.load_profile("patchwarden")
-random.seed(SEED)
+random.seed(RANDOM_SEED)
 
 
 def _tree_paths():

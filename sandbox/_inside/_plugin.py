@@ -17,7 +17,7 @@ import pytest
 if TYPE_CHECKING:
     from hypothesis import settings
 
-    from ._boot import AGENT_TEXT_CHARS, MODE, SEED, SENTINEL, TARGETS, TREE
+    from ._boot import AGENT_TEXT_CHARS, MODE, RANDOM_SEED, SEED, SENTINEL, TARGETS, TREE
     from ._failures import fit_report, summarise_failure
     from ._guard import (
         _MISSING,
@@ -139,7 +139,7 @@ class Reporter:
         # Re-applied before every test: product code imported at collection
         # cannot leave a weaker profile or a fixed random state behind.
         settings.load_profile("patchwarden")
-        random.seed(SEED)
+        random.seed(RANDOM_SEED)
         if MODE == "scorer":
             # Isolated runs: refusals and product failures belong to the running property;
             # the product process re-seeds its own random state like this one.
