@@ -896,6 +896,27 @@ def test_a_test_that_drives_product_code_without_end_fails_at_its_deadline(tree:
     }
 
 
+def test_a_typeerror_the_product_raised_never_selects_the_fallback(tree: Path) -> None:
+    # The text names the proxy type, as the oracle's C code does when it meets a proxy; but
+    # it crossed from the product (or was raised while handling one that did): it is the
+    # product's answer, so the property fails isolated instead of running again in-process,
+    # where product code could behave otherwise (docs/design/isolated-oracle.md).
+    got = run(tree, "product_claims_a_proxy", "product_claims_a_proxy_rewrapped", "product_tzinfo")
+    assert got["product_claims_a_proxy"] == (
+        "fail",
+        f"prop.product_claims_a_proxy|TypeError|tests/test_props.py:"
+        f"{line_of('shop.claims_a_proxy(1)')}",
+        "isolated",
+    )
+    assert got["product_claims_a_proxy_rewrapped"] == (
+        "fail",
+        f"prop.product_claims_a_proxy_rewrapped|TypeError|tests/test_props.py:"
+        f"{line_of('raise TypeError(str(exc)) from None')}",
+        "isolated",
+    )
+    assert got["product_tzinfo"][2].startswith("in-process: a product object stood")
+
+
 def test_the_runs_processes_see_the_runs_entropy_never_the_contract_seed(
     tree: Path, tmp_path: Path
 ) -> None:

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
         _tampered,
         _traceback_id,
     )
-    from ._proxy import ISOLATION, IsolationRefused, ProductFailure, _refuse
+    from ._proxy import FROM_PRODUCT, ISOLATION, IsolationRefused, ProductFailure, _refuse
 
 
 class Reporter:
@@ -344,12 +344,29 @@ def _refuse_proxy_type_errors(excinfo):
     """The property failed because a proxy is not the product's real object to C code of
     the oracle's (``datetime(..., tzinfo=<a product tzinfo>)``: "not type 'Handle'"): that is
     the isolation's limit, not the product's answer. The property runs again in-process, and
-    the verdict says why (docs/design/isolated-oracle.md, "Fallback and visibility")."""
+    the verdict says why (docs/design/isolated-oracle.md, "Fallback and visibility").
+
+    Only the oracle's own TypeError counts: one decoded from a product reply, or raised
+    while handling one (its cause or context), is the product's answer whatever its text
+    says; otherwise product code could choose to be run in-process."""
     if excinfo is None or ISOLATION["link"] is None or excinfo.type is not TypeError:
+        return
+    if _from_product(excinfo.value):
         return
     text = str(excinfo.value)
     if "'Handle'" in text or "Handle object" in text:
         _refuse(f"a product object stood where the oracle's code needs its type: {text[:160]}")
+
+
+def _from_product(exc):
+    """Whether ``exc`` or an exception in its chain was decoded from a product reply."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if getattr(exc, "__dict__", {}).get(FROM_PRODUCT) is True:
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def _isolation_of(prop):

@@ -45,6 +45,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._wire import WireError, decode, dumps, encode, is_plain, loads
 
+FROM_PRODUCT = "__pw_from_product__"
+"""The mark on an exception decoded from a product reply (in its ``__dict__``)."""
 REPLY_MAX_BYTES = 64 * 1024 * 1024  # one reply larger than this: the product floods
 STATUS_WAIT_S = 10.0  # after the product's pipe closed, how long the host may take to say why
 BEAT_S = 1.0
@@ -786,6 +788,9 @@ def _exception(raised: Any) -> BaseException:
     tb = raised.get("tb")
     if type(tb) is str and tb:
         exc.add_note("raised in the product process:\n" + tb[-4000:])
+    # Marked as the product's: whatever it says, it never selects the in-process fallback
+    # (_plugin's _refuse_proxy_type_errors; docs/design/isolated-oracle.md).
+    vars(exc)[FROM_PRODUCT] = True
     return exc
 
 
