@@ -69,7 +69,9 @@ from ._index import (
     reason_counts,
 )
 from ._process import serve_scorer, verdict_summary
+from ._replay import Replay, read_replay, row_differences
 from ._score import RunProgress, ScoreRequest, Verdict, restore_from_parent, score
+from ._seeds import EXTRA_SEEDS_OFF, SEEDS_FILE, ScoreSecret
 from ._task import (
     DEFAULT_TEST_TIMEOUT_S,
     TASK_REFS,
@@ -138,9 +140,11 @@ __all__ = [
     "DEFAULT_RECORD",
     "DEFAULT_SWEEP_RUNS",
     "DEFAULT_TEST_TIMEOUT_S",
+    "EXTRA_SEEDS_OFF",
     "HELD_OUT_FILE",
     "INDEX",
     "RELEASE_RUNS",
+    "SEEDS_FILE",
     "TASK_REFS",
     "VERDICTS_DIR",
     "VERDICT_ID",
@@ -176,10 +180,12 @@ __all__ = [
     "PropertyResult",
     "QuarantineList",
     "Reason",
+    "Replay",
     "RunProgress",
     "RunRow",
     "RunUnit",
     "ScoreRequest",
+    "ScoreSecret",
     "ScorerConfig",
     "SideCounts",
     "SkipReason",
@@ -238,6 +244,7 @@ __all__ = [
     "read_only_paths_at",
     "read_quarantine_at",
     "read_quarantine_list",
+    "read_replay",
     "read_requests",
     "read_rows",
     "read_testpaths",
@@ -247,6 +254,7 @@ __all__ = [
     "require_test_ids",
     "restore_from_parent",
     "review_note",
+    "row_differences",
     "score",
     "score_batch",
     "serve_scorer",

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from patchwarden.sandbox import ImportLayout, Limits, PropertyRun, PropertyTarget
+from patchwarden.sandbox import ImportLayout, Limits, PropertyRun, PropertyTarget, RunEntropy
 
 UnitKey = tuple[str, int]
 """(run name, seed): a unit's place in one request's schedule. The run name is the tree's
@@ -77,6 +77,10 @@ class RunUnit:
     tests_dir: Path | None = None
     """A held-out directory the targets' tests live in, mounted read-only apart from the tree
     (a remote executor ships its files to the workers); None: the tests are the tree's."""
+    entropy: RunEntropy | None = None
+    """The hash seed and ``random`` seed of the run's processes, from the score's secret
+    (scorer/_seeds.py): the same for the parent's and the patch's unit of one seed. None:
+    drawn fresh by the run."""
 
     @property
     def key(self) -> UnitKey:

@@ -45,6 +45,7 @@ class LocalExecutor(Executor):
             limits=unit.limits,
             layout=unit.layout,
             tests_dir=unit.tests_dir,
+            entropy=unit.entropy,
         )
         return RunOutcome(run=run)
 

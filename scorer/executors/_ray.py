@@ -303,6 +303,7 @@ def run_unit_on_worker(
             limits=unit.limits,
             layout=unit.layout,
             tests_dir=tests_dir,
+            entropy=unit.entropy,
         )
         drift: tuple[str, ...] = ()
         if tree_digest(tree) != source.digest:
