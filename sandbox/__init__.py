@@ -18,6 +18,7 @@ from ._collect import Collected, collect_tests
 from ._config import Limits, SandboxConfig, describe_validation_error, parse_sandbox_config
 from ._ctest_runner import list_ctest_tests, run_agent_ctest
 from ._doctor import DoctorCheck, check_interpreter, check_sandbox, require_sandbox
+from ._entropy import HASH_SEED_RANGE, RunEntropy
 from ._env import BuiltEnv, Declarations, build_env, read_declarations
 from ._errors import ConfigError, GitError, InputError, PatchwardenError, RunTimeout, SandboxError
 from ._git import (
@@ -81,6 +82,7 @@ from ._trees import default_trees_dir, new_tree_parent, trees_dir
 __all__ = [
     "DEFAULT_RUNNER",
     "DEFAULT_SEED_ENV",
+    "HASH_SEED_RANGE",
     "HOOKLESS",
     "MACHINERY_NAMES",
     "NONE_BACKEND_WARNING",
@@ -105,6 +107,7 @@ __all__ = [
     "PropertyRun",
     "PropertyTarget",
     "PytestConfig",
+    "RunEntropy",
     "RunRequest",
     "RunTimeout",
     "Runner",

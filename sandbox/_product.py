@@ -28,6 +28,7 @@ from pathlib import Path
 
 from ._argv import LaunchSpec
 from ._config import Limits, SandboxConfig
+from ._entropy import RunEntropy
 from ._errors import SandboxError
 from ._inside import PRODUCT, program
 from ._launch import launch
@@ -40,10 +41,12 @@ PRODUCT_SOURCE = program(PRODUCT)
 PROBES_MAX_BYTES = 1 << 20  # far above what PROBES_WRITTEN lines take; the rest is dropped
 
 
-def runner_env(seed: int) -> dict[str, str]:
-    """The environment of every runner process: the agent's, the oracle's, the product's."""
+def runner_env(hash_seed: int) -> dict[str, str]:
+    """The environment of every runner process: the agent's, the oracle's, the product's.
+    A scored run's ``hash_seed`` is its ``RunEntropy``'s, never a contract seed
+    (sandbox/_entropy.py)."""
     return {
-        "PYTHONHASHSEED": str(seed),
+        "PYTHONHASHSEED": str(hash_seed),
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
         "HYPOTHESIS_STORAGE_DIRECTORY": "/tmp/.hypothesis",
@@ -68,9 +71,17 @@ class ProductProcess:
         self._probe_reader: threading.Thread | None = None
 
     def start(
-        self, tree: Path, seed: int, config: SandboxConfig, limits: Limits, layout: ImportLayout
+        self,
+        tree: Path,
+        entropy: RunEntropy,
+        config: SandboxConfig,
+        limits: Limits,
+        layout: ImportLayout,
     ) -> tuple[int, int, int]:
         """Launch it (in a thread); returns the oracle's ends: requests, replies, status.
+
+        It learns nothing of the contract's seed: its hash seed and ``random`` seed are the
+        run's ``entropy`` (sandbox/_entropy.py).
 
         The thread copies the tree first, while the oracle process starts (it asks for
         nothing before it collects), then launches the product process on the copy."""
@@ -107,7 +118,7 @@ class ProductProcess:
                 "--probe-fd",
                 str(probe_write),
                 "--seed",
-                str(seed),
+                str(entropy.random_seed),
                 "--layout",
                 json.dumps(layout.to_json()),
                 "--call-timeout",  # how long it waits for the oracle to answer a callback
@@ -116,7 +127,7 @@ class ProductProcess:
             tree=tree,  # replaced by the copy's path once it is made
             tree_writable=True,
             contract_paths=self.contract_paths,
-            env=runner_env(seed),
+            env=runner_env(entropy.hash_seed),
             pass_fds=(req_read, rep_write, probe_write),
             limits=quiet,
             stdin=PRODUCT_SOURCE.encode(),

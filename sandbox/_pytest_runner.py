@@ -25,6 +25,7 @@ from packaging.utils import canonicalize_name
 from ._argv import LaunchSpec
 from ._channel import CANARY_DIR, RunSecret, canary_source, new_secret, verify_channel
 from ._config import Limits, SandboxConfig
+from ._entropy import RunEntropy
 from ._env import find_project_copies
 from ._inside import ORACLE, program
 from ._launch import launch
@@ -112,6 +113,8 @@ class PropertyRun:
     """What product code did to probe its environment in the product process
     (``KIND TARGET from FILE:LINE (FUNCTION)``; docs/design/isolated-oracle.md, "Probes"):
     the scorer's `probes` check compares the patch's with the parent's."""
+    entropy: RunEntropy | None = None
+    """The hash seed and ``random`` seed its processes ran with (sandbox/_entropy.py)."""
 
 
 @dataclass(frozen=True)
@@ -218,9 +221,14 @@ def _run_reporter(
     secret: RunSecret | None = None,
     readonly_mounts: Sequence[tuple[Path, str]] = (),
     product: _ProductProcess | None = None,
+    entropy: RunEntropy | None = None,
 ) -> tuple[bytes, list[str], ProcessResult, list[str]]:
     """Launch the reporter and return its channel's bytes, problems, process, and what of
     the project's pytest configuration the run left out (``pytest_world``).
+
+    ``entropy``: a scored run's hash seed and ``random`` seed, for the oracle and the
+    product process alike; ``seed`` then reaches the oracle alone, as the property's
+    Hypothesis seed. None (the agent's runs): ``seed`` is all three, as before.
 
     The channel is a pipe, not a file: what was written cannot be truncated or
     rewritten later (say by an atexit handler in product code), only added to.
@@ -249,7 +257,8 @@ def _run_reporter(
     if product is not None:
         beat_fd, beat_write = os.pipe()
         os.set_inheritable(beat_write, True)
-        ends = product.start(tree, seed, config, limits or config.limits, layout)
+        assert entropy is not None, "a product process runs only in scored runs"
+        ends = product.start(tree, entropy, config, limits or config.limits, layout)
         oracle_fds = (*ends, beat_write)
         cut = list(args).index("--")
         extra = ["--product-fds", ",".join(map(str, oracle_fds))]
@@ -275,6 +284,7 @@ def _run_reporter(
             "--pytest",
             json.dumps(world),
             *(["--secret-fd", str(secret_fd)] if secret_fd is not None else []),
+            *(["--random-seed", str(entropy.random_seed)] if entropy is not None else []),
             *args,
         ]
         spec = LaunchSpec(
@@ -282,7 +292,7 @@ def _run_reporter(
             tree=tree,
             tree_writable=tree_writable,
             contract_paths=contract_paths,
-            env=_base_env(seed),
+            env=_base_env(entropy.hash_seed if entropy is not None else seed),
             pass_fds=((write_end,) if secret_fd is None else (write_end, secret_fd)) + oracle_fds,
             limits=limits,
             stdin=REPORTER_SOURCE.encode(),
@@ -365,6 +375,7 @@ def run_properties(
     limits: Limits | None = None,
     layout: ImportLayout | None = None,
     tests_dir: Path | None = None,
+    entropy: RunEntropy | None = None,
 ) -> PropertyRun:
     """Run every target for one seed in one sandboxed pytest process, with the run's hidden
     canaries, and verify the authenticated channel. What the run's product code writes goes
@@ -379,8 +390,13 @@ def run_properties(
     With ``sandbox.oracle: isolated`` (the default) the product runs in a process of its own
     (docs/design/isolated-oracle.md); a property that cannot runs again, in-process, in a
     second run of its own, and its record says why (``PropertyRecord.isolation``).
+
+    ``entropy``: the hash seed and ``random`` seed of every process of the run
+    (sandbox/_entropy.py); the scorer gives the parent's and the patch's run of one seed the
+    same. None: drawn fresh here. ``seed`` reaches only the oracle, as the Hypothesis seed.
     """
     layout = layout if layout is not None else layout_for(tree, config)
+    entropy = entropy if entropy is not None else RunEntropy.draw()
 
     def one_run(chosen: Sequence[PropertyTarget], product: _ProductProcess | None) -> PropertyRun:
         return _scorer_run(
@@ -393,6 +409,7 @@ def run_properties(
             limits=limits,
             layout=layout,
             tests_dir=tests_dir,
+            entropy=entropy,
         )
 
     if config.oracle != "isolated" or not targets:
@@ -490,6 +507,7 @@ def _merged(
         product=first.product if first is not None else None,
         configuration=main_run.configuration,
         probes=first.probes if first is not None else [],
+        entropy=main_run.entropy,
     )
 
 
@@ -504,6 +522,7 @@ def _scorer_run(
     layout: ImportLayout,
     tests_dir: Path | None,
     product: _ProductProcess | None,
+    entropy: RunEntropy,
 ) -> PropertyRun:
     """One sandboxed oracle process (and, isolated, its product process) for ``targets``."""
     targets_json = json.dumps([[t.prop, t.node_id] for t in targets])
@@ -542,6 +561,7 @@ def _scorer_run(
             secret=secret,
             readonly_mounts=mounts,
             product=product,
+            entropy=entropy,
         )
     reading = verify_channel(raw, secret, process.exit_code)
     canaries = [c.prop for c in secret.canaries]
@@ -592,6 +612,7 @@ def _scorer_run(
         product=product.result if product is not None else None,
         configuration=left_out,
         probes=product.probes if product is not None else [],
+        entropy=entropy,
     )
 
 

@@ -22,6 +22,7 @@ from patchwarden._runner_names import (
 from ._config import Limits, SandboxConfig
 from ._ctest_runner import TRUST as CTEST_TRUST
 from ._ctest_runner import run_ctest_properties
+from ._entropy import RunEntropy
 from ._layout import ImportLayout
 from ._pytest_runner import PropertyRun, PropertyTarget, run_properties
 
@@ -41,6 +42,9 @@ class RunRequest:
     layout: ImportLayout | None = None
     tests_dir: Path | None = None
     seed_env: str = DEFAULT_SEED_ENV
+    entropy: RunEntropy | None = None
+    """A scored run's hash seed and ``random`` seed (sandbox/_entropy.py); None: drawn fresh.
+    Runners whose processes are not Python ignore it."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,7 @@ def _pytest(request: RunRequest) -> PropertyRun:
         limits=request.limits,
         layout=request.layout,
         tests_dir=request.tests_dir,
+        entropy=request.entropy,
     )
 
 

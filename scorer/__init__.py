@@ -75,7 +75,9 @@ from ._index import (
     review_findings,
 )
 from ._process import serve_scorer, verdict_summary
+from ._replay import Replay, read_replay, row_differences
 from ._score import RunProgress, ScoreRequest, Verdict, restore_from_parent, score
+from ._seeds import EXTRA_SEEDS_OFF, SEEDS_FILE, ScoreSecret
 from ._task import (
     DEFAULT_TEST_TIMEOUT_S,
     TASK_REFS,
@@ -144,9 +146,11 @@ __all__ = [
     "DEFAULT_RECORD",
     "DEFAULT_SWEEP_RUNS",
     "DEFAULT_TEST_TIMEOUT_S",
+    "EXTRA_SEEDS_OFF",
     "HELD_OUT_FILE",
     "INDEX",
     "RELEASE_RUNS",
+    "SEEDS_FILE",
     "TASK_REFS",
     "TODO_SPEC_PATHS",
     "VERDICTS_DIR",
@@ -183,10 +187,12 @@ __all__ = [
     "PropertyResult",
     "QuarantineList",
     "Reason",
+    "Replay",
     "RunProgress",
     "RunRow",
     "RunUnit",
     "ScoreRequest",
+    "ScoreSecret",
     "ScorerConfig",
     "SideCounts",
     "SkipReason",
@@ -248,6 +254,7 @@ __all__ = [
     "read_only_paths_at",
     "read_quarantine_at",
     "read_quarantine_list",
+    "read_replay",
     "read_requests",
     "read_rows",
     "read_testpaths",
@@ -258,6 +265,7 @@ __all__ = [
     "restore_from_parent",
     "review_findings",
     "review_note",
+    "row_differences",
     "runner_test_problem",
     "score",
     "score_batch",

@@ -50,6 +50,7 @@ from ._score import (
     plan_score,
     settle_on_error,
 )
+from ._seeds import ScoreSecret
 from ._task import TASK_REFS
 from .executors import Executor, RunOutcome, RunUnit, collect, tree_digest
 
@@ -410,11 +411,14 @@ def score_batch(
     log_dir.mkdir(parents=True, exist_ok=True)
     index = VerdictIndex(log_dir)
     runs = SharedRuns(executor, on_unit=on_unit)
+    # One secret for the batch: its requests' identical units (the parent's schedule on one
+    # base) keep identical inputs, hash seeds and extra seeds included, and still share a run.
+    secret = ScoreSecret.draw()
     results: list[BatchResult] = []
     lock = threading.Lock()
 
     def one(request: BatchRequest) -> None:
-        result = _score_one(request, config, runs, executor.remote, index)
+        result = _score_one(request, config, runs, executor.remote, index, secret)
         with lock:
             results.append(result)
         on_result(result)
@@ -438,6 +442,7 @@ def _score_one(
     runs: SharedRuns,
     remote: bool,
     index: VerdictIndex,
+    secret: ScoreSecret,
 ) -> BatchResult:
     where = request.where
     try:
@@ -445,7 +450,7 @@ def _score_one(
             entry = index.verdict_of(request.id)
             if entry is not None:
                 return _resumed(request, entry)
-            verdict = _score_request(request, config, runs, remote)
+            verdict = _score_request(request, config, runs, remote, secret)
             return BatchResult(request.line, request.id, verdict=verdict.index_line())
     except PatchwardenError as exc:
         return BatchResult(request.line, request.id, error=f"{where}: {exc}")
@@ -463,7 +468,11 @@ def _score_one(
 
 
 def _score_request(
-    request: BatchRequest, config: ScorerConfig, runs: SharedRuns, remote: bool
+    request: BatchRequest,
+    config: ScorerConfig,
+    runs: SharedRuns,
+    remote: bool,
+    secret: ScoreSecret,
 ) -> Verdict:
     score_request = ScoreRequest(
         repo=request.repo,
@@ -476,7 +485,12 @@ def _score_request(
     )
     with contextlib.ExitStack() as stack:
         plan = plan_score(
-            score_request, config, stack, describe_trees=remote, import_roots=runs.import_roots
+            score_request,
+            config,
+            stack,
+            describe_trees=remote,
+            import_roots=runs.import_roots,
+            secret=secret,
         )
         digests = {u.tree_name: u.source.digest for u in plan.units if u.source is not None}
         digests = digests or {name: tree_digest(tree) for name, tree in plan.trees.items()}

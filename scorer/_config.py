@@ -64,9 +64,11 @@ class ScorerConfig(BaseModel):
     """A directory outside the repository holding held-out.yaml and its test files: the
     operator's properties, run on both trees like the contract's and never shown to the
     agent (docs/design/held-out.md). None: no held-out properties."""
-    extra_seeds: int = Field(default=0, ge=0, le=MAX_EXTRA_SEEDS)
+    extra_seeds: int = Field(default=1, ge=0, le=MAX_EXTRA_SEEDS)
     """Seeds drawn fresh for every submission and run on both trees besides the schedule;
-    recorded in the evidence, never shown to the agent."""
+    recorded in the evidence, never shown to the agent. 0 only by the operator's explicit
+    choice, which `doctor` and every bundle name: without one, a patch that recognises the
+    inputs of the contract's seeds is tried on no other (docs/design/differential-gate.md)."""
     trees_dir: str | None = None
     """Where the scorer checks out the trees its sandboxed runs see. A run can read its
     tree's host path (in /proc/self/mountinfo), so the default is a neutral private directory,

@@ -15,7 +15,6 @@ See docs/design/held-out.md.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,14 +24,22 @@ from patchwarden.sandbox import PropertyTarget
 
 from ._contract import Contract
 from ._held_out import HeldOut
-from .gate import SEVERITY, Decision, GateResult, deciding_first, one_line
+from .gate import (
+    SEVERITY,
+    Decision,
+    GateResult,
+    RunRow,
+    SkipReason,
+    combine,
+    decide,
+    deciding_first,
+    one_line,
+)
 
 GroupName = Literal["contract", "extra_seeds", "held_out"]
 HIDDEN_GROUPS: tuple[GroupName, ...] = ("extra_seeds", "held_out")
 HIDDEN_REASON = "held_out"
 """The one reason the agent sees for a verdict a hidden group changed."""
-SEED_RANGE = 2**32
-"""Seeds reach the test as PYTHONHASHSEED, which takes 0 .. 2**32 - 1."""
 ROW_FLAGS: dict[GroupName, str] = {"extra_seeds": "extra_seed", "held_out": "held_out"}
 
 
@@ -68,18 +75,6 @@ def split_run_name(name: str) -> tuple[str, str]:
     return group or "contract", tree
 
 
-def draw_extra_seeds(count: int, taken: Iterable[int]) -> list[int]:
-    """``count`` fresh seeds from the system's secure source, none of them in ``taken``."""
-    seen = set(taken)
-    seeds: list[int] = []
-    while len(seeds) < count:
-        seed = secrets.randbelow(SEED_RANGE)
-        if seed not in seen:
-            seen.add(seed)
-            seeds.append(seed)
-    return seeds
-
-
 def plan_groups(
     resolved: Contract, extra_seeds: Sequence[int], held_out: HeldOut | None
 ) -> list[RunGroup]:
@@ -99,6 +94,41 @@ def plan_groups(
         )
         groups.append(RunGroup("held_out", contract, tests_dir=held_out.directory))
     return groups
+
+
+def extra_seeds_gate(
+    resolved: Contract,
+    contract_gate: GateResult,
+    contract_rows: Mapping[str, Sequence[RunRow]],
+    extra: Contract,
+    extra_rows: Mapping[str, Sequence[RunRow]],
+    *,
+    skip_reason: SkipReason | None = None,
+) -> GateResult:
+    """The extra seeds' gate: the contract's properties on the schedule and the extra seeds
+    as one schedule, so that what a seed of the schedule already showed counts (a failure
+    both sides share on the schedule and on an extra seed is one shared variant fail, not a
+    ``uniform_fail`` of a lone seed). Its results are the properties whose result the extra
+    seeds changed; none changed: accept. Counts are the extra seeds' rows
+    (docs/design/differential-gate.md, "Extra seeds")."""
+    schedule = resolved.model_copy(update={"seeds": [*resolved.seeds, *extra.seeds]})
+    stamp = {"contract_hash": schedule.contract_hash}
+    sides = {
+        side: [r.model_copy(update=stamp) for r in (*contract_rows[side], *extra_rows[side])]
+        for side in ("parent", "patch")
+    }
+    whole = decide(schedule, sides["parent"], sides["patch"], skip_reason=skip_reason)
+    alone = decide(extra, extra_rows["parent"], extra_rows["patch"], skip_reason=skip_reason)
+    if whole.decision == "skipped":
+        return alone
+    before = {(r.prop, r.decision, r.reason) for r in contract_gate.results}
+    news = [r for r in whole.results if (r.prop, r.decision, r.reason) not in before]
+    return GateResult(
+        decision=combine(news) if news else "accept",
+        contract_hash=extra.contract_hash,
+        results=news,
+        counts=alone.counts,
+    )
 
 
 def combine_decisions(decisions: Iterable[Decision]) -> Decision:

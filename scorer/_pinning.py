@@ -23,7 +23,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchwarden.sandbox import ImportLayout, Limits, PropertyTarget
+from patchwarden.sandbox import ImportLayout, Limits, PropertyTarget, RunEntropy
 
 from ._contract import Contract
 from .checks import Nudge, SourceChange, boundary_nudges
@@ -73,8 +73,10 @@ def pin_boundaries(
     limits: Limits,
     layout: ImportLayout | None,
     state: Path,
+    entropy: Callable[[int], RunEntropy],
 ) -> Pinning:
-    """Run the nudges of every boundary the patch moved, when it cleared a property."""
+    """Run the nudges of every boundary the patch moved, when it cleared a property.
+    ``entropy``: each seed's, as the patch's runs had it (scorer/_seeds.py)."""
     if not cleared_a_property(outcomes):
         return NOTHING_PINNED
     scopes = [
@@ -102,6 +104,7 @@ def pin_boundaries(
                     layout=layout,
                     runner=contract.runner,
                     seed_env=contract.seed_env,
+                    entropy=entropy(seed),
                 )
                 for seed in contract.seeds
             ]

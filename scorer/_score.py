@@ -56,7 +56,7 @@ from ._faults import pause_point
 from ._groups import (
     RunGroup,
     combine_decisions,
-    draw_extra_seeds,
+    extra_seeds_gate,
     hidden_decision,
     hidden_json,
     hidden_note,
@@ -66,6 +66,7 @@ from ._groups import (
 from ._held_out import HeldOut, load_held_out
 from ._index import IndexLine, derive_decided_by, review_findings
 from ._pinning import Pinning, Submit, pin_boundaries
+from ._seeds import SEEDS_FILE, ScoreSecret, seeds_record
 from .checks import (
     Change,
     Check,
@@ -307,6 +308,7 @@ def _run_evidence(bundle: BundleWriter, outcomes: Mapping[tuple[str, int], RunOu
                 "truncated": run.process.truncated,
                 "duration_s": run.process.duration_s,
                 "backend": run.process.backend,
+                "entropy": run.entropy.to_json() if run.entropy is not None else None,
                 "where": outcome.where,
                 "run_id": outcome.run_id,
                 "drift": list(outcome.drift),
@@ -322,13 +324,16 @@ def score(
     quarantined: Sequence[str] | None = None,
     executor: Executor | None = None,
     on_run: RunProgress | None = None,
+    secret: ScoreSecret | None = None,
+    extra_seed_count: int | None = None,
 ) -> Verdict:
     """Score ``request.patch`` against ``request.parent``; write the bundle; return the verdict.
 
     ``quarantined``: the tests the agent's loop left out; None reads them
     from the quarantine list in the parent commit. ``executor``: where the runs go
     (default: a local executor with ``config.jobs`` slots, for this request alone).
-    ``on_run`` hears of each finished run.
+    ``on_run`` hears of each finished run. ``secret`` and ``extra_seed_count``: a replay's
+    (``plan_score``).
     """
     with contextlib.ExitStack() as stack:
         if executor is None:
@@ -342,6 +347,8 @@ def score(
             quarantined=quarantined,
             describe_trees=executor.remote,
             import_roots=executor.import_roots,
+            secret=secret,
+            extra_seed_count=extra_seed_count,
         )
         futures = {unit.key: executor.submit(unit) for unit in plan.units}
         if on_run is not None:
@@ -375,6 +382,7 @@ def pin_moved_boundaries(
         limits=plan.config.run_limits,
         layout=plan.layout,
         state=Path(plan.config.state_dir),
+        entropy=plan.secret.entropy,
     )
 
 
@@ -435,6 +443,8 @@ class ScorePlan:
     extra_seeds: list[int] = field(default_factory=list)
     held_out: HeldOut | None = None
     units: list[RunUnit] = field(default_factory=list)
+    secret: ScoreSecret = field(default_factory=ScoreSecret.draw)
+    """Where every run's hash seed and random seed and the extra seeds come from."""
 
     @property
     def label(self) -> str:
@@ -449,8 +459,14 @@ def plan_score(
     quarantined: Sequence[str] | None = None,
     describe_trees: bool = False,
     import_roots: Sequence[str] | None = None,
+    secret: ScoreSecret | None = None,
+    extra_seed_count: int | None = None,
 ) -> ScorePlan:
     """The plan phase: commits, trees (owned by ``stack``), restore, hashes, the units.
+
+    ``secret``: the score's (scorer/_seeds.py); None draws one. A batch passes its own, so
+    that its requests' identical units stay identical; a replay passes the bundle's, with
+    ``extra_seed_count`` (None: ``config.extra_seeds``).
 
     ``describe_trees``: say how a worker elsewhere rebuilds each tree (``TreeSource``), for
     executors that do not run on this machine. ``import_roots``: the operator's
@@ -480,6 +496,8 @@ def plan_score(
     for name, tree in trees.items():
         restored += [f"{name}: {line}" for line in remove_bytecode(tree)]
     drifts = fixture_drifts(trees, contract)
+    secret = secret if secret is not None else ScoreSecret.draw()
+    extra_count = config.extra_seeds if extra_seed_count is None else extra_seed_count
     hashes = {
         name: (compute_spec_hash(tree, contract), compute_fixture_closure_hash(tree, contract))
         for name, tree in trees.items()
@@ -510,7 +528,8 @@ def plan_score(
         quarantined=quarantined,
         layout=detect_layout(trees["parent"], override=import_roots, start=contract.tests_dir()),
         held_out=held_out,
-        extra_seeds=draw_extra_seeds(config.extra_seeds, taken=resolved.seeds),
+        extra_seeds=secret.extra_seeds(extra_count, taken=resolved.seeds),
+        secret=secret,
     )
     plan.groups = plan_groups(resolved, plan.extra_seeds, held_out)
     plan.units = _units(plan, describe_trees)
@@ -560,6 +579,7 @@ def _units(plan: ScorePlan, describe_trees: bool) -> list[RunUnit]:
             tests_dir=group.tests_dir,
             runner=group.contract.runner,
             seed_env=group.contract.seed_env,
+            entropy=plan.secret.entropy(seed),
         )
         for group in plan.groups
         for name in TREES
@@ -710,13 +730,19 @@ def _save_rows(bundle: BundleWriter, plan: ScorePlan, rows: Rows) -> SkipReason 
 
 
 def _gates(plan: ScorePlan, rows: Rows, skip: SkipReason | None) -> dict[str, GateResult]:
-    """Each group's gate, by group (the contract's first)."""
-    return {
-        g.name: decide(
-            g.contract, rows[(g.name, "parent")], rows[(g.name, "patch")], skip_reason=skip
-        )
-        for g in plan.groups
-    }
+    """Each group's gate, by group (the contract's first); the extra seeds' with the
+    schedule's rows (``extra_seeds_gate``)."""
+    gates: dict[str, GateResult] = {}
+    for g in plan.groups:
+        side = {name: rows[(g.name, name)] for name in TREES}
+        if g.name == "extra_seeds":
+            contract_rows = {name: rows[("contract", name)] for name in TREES}
+            gates[g.name] = extra_seeds_gate(
+                plan.resolved, gates["contract"], contract_rows, g.contract, side, skip_reason=skip
+            )
+        else:
+            gates[g.name] = decide(g.contract, side["parent"], side["patch"], skip_reason=skip)
+    return gates
 
 
 def _note(
@@ -783,7 +809,19 @@ def _write_bundle(
     bundle.write_text("patch.diff", diff)
     bundle.write_json("restored.json", plan.restored)
     bundle.write_json("layout.json", _layout_evidence(plan.layout))
+    seeds = [seed for group in plan.groups for seed in group.contract.seeds]
+    record = seeds_record(plan.secret, seeds, plan.extra_seeds)
+    bundle.write_json(SEEDS_FILE, {**record, "request": _request_record(plan.request)})
     _run_evidence(bundle, outcomes)
+
+
+def _request_record(request: ScoreRequest) -> dict[str, str | None]:
+    """What ``score --replay`` needs besides the bundle's seeds: where the request came from."""
+    return {
+        "repo": str(request.repo.resolve()),
+        "contract": request.contract,
+        "held_out": str(request.held_out) if request.held_out is not None else None,
+    }
 
 
 def _show_text(clone: git.Repo, sha: str, path: str) -> str:

@@ -75,10 +75,11 @@ class RestartPolicy:
 def request_deadline(config: ScorerConfig, sandbox: SandboxConfig, seeds: int) -> float:
     """``scorer.request_timeout_s``, or a bound no request whose runs stay within their
     limits can reach: a patch that hangs its runs must get its verdict (missing rows are
-    a reject), not a fault that the agent does not pay for."""
+    a reject), not a fault that the agent does not pay for. ``seeds``: the contract's; the
+    extra seeds every score draws run too."""
     if config.request_timeout_s is not None:
         return config.request_timeout_s
-    waves = math.ceil(2 * max(seeds, 1) / config.worker_count())
+    waves = math.ceil(2 * (max(seeds, 1) + config.extra_seeds) / config.worker_count())
     score = waves * (config.run_limits.wall_time_s + RUN_REAP_ALLOWANCE_S)
     freeze = FREEZE_RUNS * (sandbox.limits.wall_time_s + RUN_REAP_ALLOWANCE_S)
     return SETUP_ALLOWANCE_S + max(score, freeze)

@@ -10,9 +10,10 @@ PRODUCT_FILES = ("product.stderr.txt", "product.stdout.txt")
 """An isolated run's product process prints apart from the oracle."""
 
 
-def expected_run_files(folder: Path, trees: int = 2, seeds: int = 3) -> list[str]:
+def expected_run_files(folder: Path, trees: int = 2, seeds: int = 4) -> list[str]:
     """The names ``folder`` must hold: four files per run, six for an isolated one; and
-    exactly ``trees`` x ``seeds`` runs."""
+    exactly ``trees`` x ``seeds`` runs (by default the example's three seeds and the one
+    extra seed every score draws)."""
     stems = sorted(p.name.removesuffix(".json") for p in folder.glob("*.json"))
     assert len(stems) == trees * seeds, stems
     names = []

@@ -28,6 +28,8 @@ BUNDLE_FILES = {
     "patch.diff",
     "restored.json",
     "layout.json",
+    "seeds.json",
+    "extra-seeds.resolved.json",
     "runs",
 }
 """What every evidence bundle holds (docs/reviewer-guide.md)."""

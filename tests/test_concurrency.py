@@ -78,7 +78,8 @@ def test_eight_concurrent_scores_all_give_their_verdicts(
         assert json.loads((bundle / "decision.json").read_text()) == decision
         runs = bundle / "runs"
         assert sorted(p.name for p in runs.iterdir()) == expected_run_files(runs)
-        assert len((bundle / "review-note.txt").read_text().splitlines()) == 4
+        # The four lines of the contract's gate and the extra seed's.
+        assert len((bundle / "review-note.txt").read_text().splitlines()) == 5
     assert [p.name for p in (logs / "verdicts").iterdir() if p.name.startswith(".")] == []
 
     scorer_state = tmp_path / "state" / "patchwarden" / "scorer"

@@ -249,7 +249,7 @@ def scored(
     state = tmp_path_factory.mktemp("scorer-state")
     logs = tmp_path_factory.mktemp("logs")
     config = ScorerConfig(state_dir=str(state), log_dir=str(logs), extra_seeds=2)
-    plain = ScorerConfig(state_dir=str(state), log_dir=str(logs))
+    plain = ScorerConfig(state_dir=str(state), log_dir=str(logs), extra_seeds=0)
     out = {}
     for name, patch, cfg, directory in (
         ("honest", "honest", config, held_out),
@@ -314,9 +314,9 @@ def test_the_bundle_marks_every_hidden_row_and_records_the_extra_seeds(
     extra = decision["extra_seeds"]["seeds"]
     assert len(extra) == 2 and len(set(extra)) == 2 and not set(extra) & set(SEEDS)
     assert extra == verdict.extra_seeds
-    assert decision["extra_seeds"]["results"] == [
-        {"prop": "prop.clamp_above", "decision": "accept", "reason": "parent_fail_cleared"}
-    ]
+    # The extra seeds changed no property's result (scorer/_groups.py extra_seeds_gate).
+    assert decision["extra_seeds"]["decision"] == "accept"
+    assert decision["extra_seeds"]["results"] == []
     assert decision["held_out"]["dir"] == str(held_out.resolve())
     assert decision["held_out"]["seeds"] == SEEDS
     assert decision["held_out"]["results"] == [
@@ -336,7 +336,7 @@ def test_the_bundle_marks_every_hidden_row_and_records_the_extra_seeds(
         assert all(o["held_out"] is True for o in raw[5:])
     note = (bundle / "review-note.txt").read_text().splitlines()
     assert len(note) == 6
-    assert note[4].startswith(f"extra seeds {extra}: accept: prop.clamp_above=parent_fail_cleared")
+    assert note[4].startswith(f"extra seeds {extra}: accept: -; rows: parent 2 lines")
     assert note[5].startswith(
         f"held out: accept: {HELD_OUT_ID}=parent_fail_cleared; rows: parent 3"
     )
@@ -460,11 +460,11 @@ def test_verdicts_show_marks_the_hidden_results(scored: dict[str, Verdict]) -> N
     lines = proc.stdout.splitlines()
     assert lines[1] == "decision  reject (decided by held_out; gate: accept)"
     table = lines[lines.index(next(line for line in lines if line.startswith("PROPERTY"))) :]
-    assert [" ".join(line.split()) for line in table[:5]] == [
+    # The extra seeds changed nothing: no row of theirs (scorer/_groups.py extra_seeds_gate).
+    assert [" ".join(line.split()) for line in table[:4]] == [
         "PROPERTY DECISION REASON",
         f"{HELD_OUT_ID} (held out) reject uniform_fail",
         "prop.clamp_above accept parent_fail_cleared",
-        "prop.clamp_above (extra seeds) accept parent_fail_cleared",
         "",
     ]
     differential = next(line for line in lines if line.startswith("differential"))
@@ -497,7 +497,7 @@ def test_a_held_out_reject_is_one_reject_everywhere_a_reviewer_looks(
         "suspicious: review)"
     )
     assert (
-        f"check differential       reject  held_out: {HELD_OUT_ID}: uniform_fail (+2 more)" in note
+        f"check differential       reject  held_out: {HELD_OUT_ID}: uniform_fail (+1 more)" in note
     )
     assert (cheat.bundle / "review-note.txt").read_text().splitlines()[1] == note[1]
 
@@ -613,6 +613,6 @@ def test_score_batch_requests_carry_a_held_out_directory(
     )
     lines = {o["id"]: o for o in map(json.loads, proc.stdout.splitlines())}
     assert lines["cheat"]["decision"] == "reject", proc.stderr
-    assert lines["cheat"]["hidden"] == {"held_out": "reject"}
+    assert lines["cheat"]["hidden"] == {"extra_seeds": "accept", "held_out": "reject"}
     assert lines["plain"]["decision"] == "accept"
-    assert "hidden" not in lines["plain"]
+    assert lines["plain"]["hidden"] == {"extra_seeds": "accept"}  # the default extra seed

@@ -9,12 +9,22 @@ its record says why; what the product does in its process stays there.
 from __future__ import annotations
 
 import os
+import random
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from patchwarden.sandbox import Limits, PropertyTarget, SandboxConfig, SandboxError, run_properties
+from patchwarden.sandbox import (
+    Limits,
+    PropertyTarget,
+    RunEntropy,
+    SandboxConfig,
+    SandboxError,
+    run_properties,
+)
 
 pytestmark = pytest.mark.bwrap
 
@@ -58,6 +68,13 @@ PRODUCT = textwrap.dedent(
         if n < 0:
             raise PricingError("negative", n)
         return n * 2
+
+    def claims_a_proxy(n):  # the TypeError a proxy meets in C code, raised by the product
+        raise TypeError(f"an Item is required, not type 'Handle' ({n})")
+
+    def seeds_seen():  # what scored product code could tell its run apart by
+        import random
+        return [os.environ.get("PYTHONHASHSEED"), hash("zq"), random.random(), sys.argv[4]]
 
     def contract_write():
         try:
@@ -322,6 +339,26 @@ PROPS = textwrap.dedent(
 
     def test_callback_fails_swallowed():
         shop.swallow(lambda: pytest.fail("from the callback"))
+
+    def test_product_claims_a_proxy():
+        shop.claims_a_proxy(1)
+
+    def test_product_claims_a_proxy_rewrapped():
+        try:
+            shop.claims_a_proxy(2)
+        except TypeError as exc:
+            raise TypeError(str(exc)) from None
+
+    def test_seeds_seen(contract_seed):
+        import os, random
+        expected = os.environ["EXPECTED_SEEDS"].split(",")
+        assert contract_seed == 11
+        assert os.environ["PYTHONHASHSEED"] == expected[0]
+        assert repr(random.random()) == expected[2]
+        product = shop.seeds_seen()
+        assert [str(product[0]), str(product[1]), repr(product[2]), product[3]] == [
+            expected[0], expected[1], expected[2], expected[3]
+        ]
 
     def test_product_tzinfo():  # the oracle's datetime needs a real tzinfo, not a proxy
         import datetime
@@ -1333,3 +1370,59 @@ def test_tests_inside_the_product_package_run_isolated(tmp_path: Path, product: 
             "prop.importlib_mode": ("pass", "", "isolated"),
             "prop.beside": ("fail", "prop.beside|AssertionError|pkg/test_beside.py:5", "isolated"),
         }
+
+
+def test_a_typeerror_the_product_raised_never_selects_the_fallback(tree: Path) -> None:
+    # The text names the proxy type, as the oracle's C code does when it meets a proxy; but
+    # it crossed from the product (or was raised while handling one that did): it is the
+    # product's answer, so the property fails isolated instead of running again in-process,
+    # where product code could behave otherwise (docs/design/isolated-oracle.md).
+    got = run(tree, "product_claims_a_proxy", "product_claims_a_proxy_rewrapped", "product_tzinfo")
+    assert got["product_claims_a_proxy"] == (
+        "fail",
+        f"prop.product_claims_a_proxy|TypeError|tests/test_props.py:"
+        f"{line_of('shop.claims_a_proxy(1)')}",
+        "isolated",
+    )
+    assert got["product_claims_a_proxy_rewrapped"] == (
+        "fail",
+        f"prop.product_claims_a_proxy_rewrapped|TypeError|tests/test_props.py:"
+        f"{line_of('raise TypeError(str(exc)) from None')}",
+        "isolated",
+    )
+    assert got["product_tzinfo"][2].startswith("in-process: a product object stood")
+
+
+def test_the_runs_processes_see_the_runs_entropy_never_the_contract_seed(
+    tree: Path, tmp_path: Path
+) -> None:
+    # The oracle and the product process get the hash seed and random seed the scorer drew
+    # (sandbox/_entropy.py); the contract's seed reaches the oracle only, as the
+    # contract_seed fixture and the Hypothesis seed.
+    entropy = RunEntropy(hash_seed=3_141_592_653, random_seed=2_718_281_828)
+    code = "import sys; print(hash('zq'))"
+    env = {"PYTHONHASHSEED": str(entropy.hash_seed), "PATH": os.environ.get("PATH", "")}
+    zq = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    draw = repr(random.Random(entropy.random_seed).random())
+    expected = f"{entropy.hash_seed},{zq},{draw},{entropy.random_seed}"
+    config = SandboxConfig(env_allow=["EXPECTED_SEEDS"])
+    os.environ["EXPECTED_SEEDS"] = expected
+    try:
+        result = run_properties(
+            tree,
+            [PropertyTarget("prop.seeds_seen", "tests/test_props.py::test_seeds_seen")],
+            11,
+            config,
+            contract_paths=["tests/test_props.py"],
+            limits=LIMITS,
+            entropy=entropy,
+        )
+    finally:
+        del os.environ["EXPECTED_SEEDS"]
+    assert result.complete, result.problems
+    assert [(r.status, r.witness, r.isolation) for r in result.records] == [
+        ("pass", "", "isolated")
+    ]
+    assert result.entropy == entropy

@@ -98,6 +98,24 @@ def test_doctor_passes_here() -> None:
     proc = subprocess.run(["patchwarden", "doctor"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout
     assert "ok   sandboxed run" in proc.stdout
+    assert "extra_seeds" not in proc.stdout  # one extra seed by default: nothing to say
+
+
+@pytest.mark.bwrap
+def test_doctor_names_extra_seeds_turned_off(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text("scorer:\n  extra_seeds: 0\n")
+    proc = subprocess.run(
+        ["patchwarden", "doctor", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout
+    assert proc.stdout.splitlines()[-1] == (
+        "note: scorer.extra_seeds is 0, the operator's choice: no secret seed runs, so a patch "
+        "that recognises the inputs of the contract's seeds is tried on no other"
+    )
 
 
 def test_without_bubblewrap_every_run_fails_closed(tmp_path: Path, example_repo: Path) -> None:

@@ -90,11 +90,14 @@ def test_each_verdict_has_a_complete_bundle_and_index_line(
         assert {p.name for p in bundle.iterdir()} == BUNDLE_FILES
         assert json.loads((bundle / "decision.json").read_text()) == got["decision"]
         note = (bundle / "review-note.txt").read_text().splitlines()
-        assert len(note) == 4
+        assert len(note) == 5
         assert note[0] == f"contract: {got['decision']['contract_hash']}"
         assert note[1].startswith(f"decision: {got['case']['decision']}")
         assert note[3].startswith("rows: parent 9 lines")
-        assert len((bundle / "parent.jsonl").read_text().splitlines()) == 9
+        # The default extra seed: what it changed (nothing, for the example's patches).
+        extra = got["decision"]["extra_seeds"]
+        assert note[4].startswith(f"extra seeds {extra['seeds']}: accept: -; rows: parent 3 lines")
+        assert len((bundle / "parent.jsonl").read_text().splitlines()) == 12
         runs = sorted(p.name for p in (bundle / "runs").iterdir())
         assert runs == expected_run_files(bundle / "runs")
     assert not [p for p in (log_dir / "verdicts").iterdir() if p.name.startswith(".staging")]

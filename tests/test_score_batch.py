@@ -272,7 +272,7 @@ def test_ray_executor_gives_the_same_decision_on_a_local_ray(ray_batch: dict) ->
     assert result["decision"] == "accept", result
     assert {r["prop"]: r["reason"] for r in result["results"]} == EXPECTED["patch-fix"]["results"]
     runs = _runs(result)
-    assert len(runs) == 6
+    assert len(runs) == 8  # three seeds and the default extra seed, on both trees
     assert all(run["where"] != "local" and run["complete"] for run in runs)
 
 
@@ -299,8 +299,9 @@ def test_a_fetch_url_without_the_patch_is_an_error_line_for_that_request(
 def test_held_out_properties_run_on_ray_as_on_the_local_executor(ray_batch: dict) -> None:
     on_ray = _by_id(ray_batch["ray"])["fix-held-out"]
     local = _by_id(ray_batch["local"])["fix-held-out"]
-    assert (on_ray["decision"], on_ray["hidden"]) == ("reject", {"held_out": "reject"})
-    assert (local["decision"], local["hidden"]) == ("reject", {"held_out": "reject"})
+    hidden = {"extra_seeds": "accept", "held_out": "reject"}  # one extra seed by default
+    assert (on_ray["decision"], on_ray["hidden"]) == ("reject", hidden)
+    assert (local["decision"], local["hidden"]) == ("reject", hidden)
     assert on_ray["results"] == local["results"]
     held = _runs(on_ray, "runs/held-out")
     assert len(held) == 2 and all(run["where"] != "local" for run in held)

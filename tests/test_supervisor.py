@@ -149,8 +149,11 @@ def test_a_healthy_scorer_answers() -> None:
 
 def test_the_derived_deadline_is_above_every_run_within_its_limits() -> None:
     config = ScorerConfig(jobs=2)
-    # 3 seeds x 2 trees on 2 workers: 3 waves of at most 600 s + 15 s, plus 300 s.
-    assert request_deadline(config, SandboxConfig(), seeds=3) == 300 + 3 * 615
+    # 3 seeds and the extra one x 2 trees on 2 workers: 4 waves of at most 600 s + 15 s,
+    # plus 300 s.
+    assert request_deadline(config, SandboxConfig(), seeds=3) == 300 + 4 * 615
+    no_extra = config.model_copy(update={"extra_seeds": 0})
+    assert request_deadline(no_extra, SandboxConfig(), seeds=3) == 300 + 3 * 615
     assert (
         request_deadline(config.model_copy(update={"request_timeout_s": 42.0}), SandboxConfig(), 3)
         == 42

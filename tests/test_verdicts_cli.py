@@ -100,7 +100,8 @@ def test_score_prints_the_note_then_one_line_per_check(scored: Scored) -> None:
     ]
     # It reads the environment at import: the probes check sees that too.
     assert lines[1] == "decision: accept (suspicious: review; probes: review)"
-    checks = lines[4 : 4 + len(CHECKS)]
+    assert lines[4].startswith("extra seeds [")  # the default extra seed's line
+    checks = lines[5 : 5 + len(CHECKS)]
     assert [line.split()[1] for line in checks] == CHECKS
     by_name = {line.split()[1]: line.split(None, 3)[2:] for line in checks}
     assert by_name["spec_review"] == ["pass"]
@@ -108,11 +109,11 @@ def test_score_prints_the_note_then_one_line_per_check(scored: Scored) -> None:
     assert "uses the string 'PYTEST_CURRENT_TEST'" in by_name["suspicious"][1]
     assert by_name["contract_tampered"] == ["pass"]
     assert by_name["forged"] == ["pass"]
-    end = 4 + len(CHECKS)
+    end = 5 + len(CHECKS)
     assert lines[end].startswith("evidence: ") and len(lines) == end + 1
 
 
-def test_bundle_keeps_every_check_with_evidence_and_a_four_line_note(scored: Scored) -> None:
+def test_bundle_keeps_every_check_with_evidence_and_its_note(scored: Scored) -> None:
     bundle = Path(scored.probe.stdout.splitlines()[-1].removeprefix("evidence: "))
     scorecard = json.loads((bundle / "scorecard.json").read_text())
     assert [c["check"] for c in scorecard] == CHECKS
@@ -123,7 +124,7 @@ def test_bundle_keeps_every_check_with_evidence_and_a_four_line_note(scored: Sco
         f"orders/total.py:{len(scored_fix_lines(scored)) + 5}: "
         "uses the string 'PYTEST_CURRENT_TEST'"
     ]
-    assert len((bundle / "review-note.txt").read_text().splitlines()) == 4
+    assert len((bundle / "review-note.txt").read_text().splitlines()) == 5  # the extra seed's
     assert "ticket" not in json.loads((bundle / "decision.json").read_text())
 
 

@@ -8,14 +8,16 @@ Hypothesis profile, seeds every source of randomness, and reports one record
 per scheduled property. stdout/stderr never decide a status.
 
 Arguments: ``--report-fd N --seed S --mode scorer|agent --targets JSON [--layout LAYOUT]
-[--pytest WORLD] [--secret-fd M] [--spec-root DIR] -- [pytest args]`` where JSON is
-``[[prop_id, node_id], ...]`` (agent mode: ``[]``); LAYOUT is ``{"roots": [...],
-"packages": [...]}``: the tree's import roots, in sys.path order, and the project's own
-import names (sandbox/_layout.py); DIR, in scorer mode, is the directory the node ids are
-relative to (default: the tree, the working directory; another one holds tests kept apart
-from the tree); WORLD is the project's pytest configuration as the run applies it
-(sandbox/_pytest_runner.py ``pytest_world``): ``{"ini": {...}, "addopts": [...],
-"profile": NAME|null, "rootdir": DIR, "plugins": [...], "plugin_modules": [...]}``.
+[--pytest WORLD] [--secret-fd M] [--random-seed R] [--spec-root DIR] -- [pytest args]``
+where JSON is ``[[prop_id, node_id], ...]`` (agent mode: ``[]``); R is what ``random`` is
+seeded with (a scored run's secret draw, sandbox/_entropy.py; default the contract's seed S,
+the properties' Hypothesis seed); LAYOUT is ``{"roots": [...], "packages": [...]}``: the
+tree's import roots, in sys.path order, and the project's own import names
+(sandbox/_layout.py); DIR, in scorer mode, is the directory the node ids are relative to
+(default: the tree, the working directory; another one holds tests kept apart from the
+tree); WORLD is the project's pytest configuration as the run applies it
+(sandbox/_pytest_runner.py ``pytest_world``): ``{"ini": {...}, "addopts": [...], "profile":
+NAME|null, "rootdir": DIR, "plugins": [...], "plugin_modules": [...]}``.
 
 Scorer mode (docs/design/runner.md, "Unforgeable results"): before anything of the tree is
 importable,
@@ -72,6 +74,9 @@ def _parse_argv(argv):
 
 OPTS, PYTEST_ARGS = _parse_argv(sys.argv[1:])
 SEED = int(OPTS["seed"])
+# A scored run's random state comes from the scorer's secret, never from the contract's seed:
+# product code that falls back in-process must not recognise Random(S) (sandbox/_entropy.py).
+RANDOM_SEED = int(OPTS.get("random-seed", SEED))
 MODE = OPTS.get("mode", "scorer")
 TARGETS = json.loads(OPTS.get("targets", "[]"))
 TREE = os.getcwd()
@@ -212,7 +217,7 @@ not the code's; the run's own limits bound a slow test), the contract's seed (de
 would ignore it), no reproduction blobs (output only)."""
 settings.register_profile("patchwarden", **FORCED_PROFILE, **SCORER_PROFILE)
 settings.load_profile("patchwarden")
-random.seed(SEED)
+random.seed(RANDOM_SEED)
 
 
 def _tree_paths():

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         FORCED_PROFILE,
         MODE,
         PYTEST_WORLD,
+        RANDOM_SEED,
         SEED,
         SENTINEL,
         TARGETS,
@@ -39,7 +40,15 @@ if TYPE_CHECKING:
         _tampered,
         _traceback_id,
     )
-    from ._proxy import ISOLATION, PROXY_TYPES, IsolationRefused, ProductFailure, _refuse, ours
+    from ._proxy import (
+        FROM_PRODUCT,
+        ISOLATION,
+        PROXY_TYPES,
+        IsolationRefused,
+        ProductFailure,
+        _refuse,
+        ours,
+    )
 
 
 class Reporter:
@@ -151,7 +160,7 @@ class Reporter:
         # Re-applied before every test: product code imported at collection
         # cannot leave a weaker profile or a fixed random state behind.
         settings.load_profile("patchwarden")
-        random.seed(SEED)
+        random.seed(RANDOM_SEED)
         if MODE == "scorer":
             # Isolated runs: refusals and product failures belong to the running property;
             # the product process re-seeds its own random state like this one.
@@ -454,12 +463,29 @@ def _refuse_proxy_type_errors(excinfo):
     """The property failed because a proxy is not the product's real object to C code of
     the oracle's (``datetime(..., tzinfo=<a product tzinfo>)``: "not type 'Handle'"): that is
     the isolation's limit, not the product's answer. The property runs again in-process, and
-    the verdict says why (docs/design/isolated-oracle.md, "Fallback and visibility")."""
+    the verdict says why (docs/design/isolated-oracle.md, "Fallback and visibility").
+
+    Only the oracle's own TypeError counts: one decoded from a product reply, or raised
+    while handling one (its cause or context), is the product's answer whatever its text
+    says; otherwise product code could choose to be run in-process."""
     if excinfo is None or ISOLATION["link"] is None or excinfo.type is not TypeError:
+        return
+    if _from_product(excinfo.value):
         return
     text = str(excinfo.value)
     if any(t in text for t in PROXY_TYPES):
         _refuse(f"a product object stood where the oracle's code needs its type: {text[:160]}")
+
+
+def _from_product(exc):
+    """Whether ``exc`` or an exception in its chain was decoded from a product reply."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if getattr(exc, "__dict__", {}).get(FROM_PRODUCT) is True:
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def _isolation_of(prop):

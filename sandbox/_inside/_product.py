@@ -70,6 +70,8 @@ def _options(argv: list[str]) -> dict[str, str]:
 
 
 PRODUCT_OPTS = _options(sys.argv[1:])
+# The run's random seed (sandbox/_entropy.py), never the contract's: nothing this process can
+# observe is derived from a seed the agent reads in the contract.
 PRODUCT_SEED = int(PRODUCT_OPTS["seed"])
 REQ_FD = os.dup(int(PRODUCT_OPTS["req-fd"]))
 REP_FD = os.dup(int(PRODUCT_OPTS["rep-fd"]))

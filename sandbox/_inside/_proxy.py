@@ -60,6 +60,8 @@ if TYPE_CHECKING:
         rebuilt_parts,
     )
 
+FROM_PRODUCT = "__pw_from_product__"
+"""The mark on an exception decoded from a product reply (in its ``__dict__``)."""
 REPLY_MAX_BYTES = 64 * 1024 * 1024  # one reply larger than this: the product floods
 STATUS_WAIT_S = 10.0  # after the product's pipe closed, how long the host may take to say why
 BEAT_S = 1.0
@@ -147,10 +149,11 @@ def ours(exc: BaseException, depth: int = 0) -> bool:
         return True
     if isinstance(exc, ProductFailure):
         return False  # the product process itself failed: the product's merit
+    if hasattr(exc, "__dict__") and vars(exc).get(FROM_PRODUCT) is True:
+        return False  # the product's answer, whatever its text names (it cannot choose the
+        # in-process fallback by naming a proxy type)
     if isinstance(exc, TypeError | AttributeError) and any(t in str(exc) for t in PROXY_TYPES):
         return True
-    if hasattr(exc, "__dict__") and vars(exc).get("__pw_product__"):
-        return False
     tb = exc.__traceback__
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next
@@ -956,7 +959,6 @@ def _exception(raised: Any) -> BaseException:
     except Exception:
         exc = cls.__new__(cls, *args)
     exc.args = args
-    vars(exc)["__pw_product__"] = True  # the product's answer, not the machinery's
     if cls.__module__ != "builtins" and "__pw_handle__" in cls.__dict__:
         vars(exc)["__pw_str__"] = text
         if type(raised.get("h")) is int:
@@ -964,6 +966,9 @@ def _exception(raised: Any) -> BaseException:
     tb = raised.get("tb")
     if type(tb) is str and tb:
         exc.add_note("raised in the product process:\n" + tb[-4000:])
+    # Marked as the product's: whatever it says, it never selects the in-process fallback
+    # (_plugin's _refuse_proxy_type_errors; docs/design/isolated-oracle.md).
+    vars(exc)[FROM_PRODUCT] = True
     return exc
 
 

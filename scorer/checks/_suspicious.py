@@ -606,7 +606,17 @@ class _Reach(ast.NodeVisitor):
 
 
 RUNNER_NAMES = frozenset(
-    {"_emit", "Reporter", "TARGETS", "CANARIES", "CHANNEL_FD", "_signer", "_report", "SEED"}
+    {
+        "_emit",
+        "Reporter",
+        "TARGETS",
+        "CANARIES",
+        "CHANNEL_FD",
+        "_signer",
+        "_report",
+        "SEED",
+        "RANDOM_SEED",
+    }
 )
 """Globals of the runner (sandbox/_inside) product code has no business asking for."""
 

@@ -28,6 +28,7 @@ from patchwarden.sandbox import (
     Limits,
     PropertyRun,
     PropertyTarget,
+    RunEntropy,
     RunRequest,
     SandboxConfig,
 )
@@ -90,6 +91,10 @@ class RunUnit:
     """The contract's runner (sandbox ``RUNNERS``): what runs the targets."""
     seed_env: str = DEFAULT_SEED_ENV
     """The environment variable the seed reaches the tests in (runners that use one)."""
+    entropy: RunEntropy | None = None
+    """The hash seed and ``random`` seed of the run's processes, from the score's secret
+    (scorer/_seeds.py): the same for the parent's and the patch's unit of one seed. None:
+    drawn fresh by the run."""
 
     def request(self, tree: Path, config: SandboxConfig, tests_dir: Path | None) -> RunRequest:
         """What the unit's runner is asked, on ``tree`` (the planned one, or a worker's
@@ -104,6 +109,7 @@ class RunUnit:
             layout=self.layout,
             tests_dir=tests_dir,
             seed_env=self.seed_env,
+            entropy=self.entropy,
         )
 
     @property

@@ -56,9 +56,16 @@ def _ask_warm(params: dict[str, Any]) -> Any:
 
 def score_argv(params: dict[str, Any]) -> list[str]:
     """The arguments of this ``score`` for the warm scorer (``--warm`` left out)."""
-    argv = ["--repo", str(params["repo"]), "--contract", params["contract"]]
-    argv += ["--parent", params["parent"], "--patch", params["patch"]]
-    for option, name in (("--log-dir", "log_dir"), ("--held-out", "held_out")):
+    argv = []
+    for option, name in (
+        ("--repo", "repo"),
+        ("--contract", "contract"),
+        ("--parent", "parent"),
+        ("--patch", "patch"),
+        ("--log-dir", "log_dir"),
+        ("--held-out", "held_out"),
+        ("--replay", "replay"),
+    ):
         if params[name] is not None:
             argv += [option, str(params[name])]
     if params["config_path"] is not None:
@@ -69,15 +76,26 @@ def score_argv(params: dict[str, Any]) -> list[str]:
 
 
 @click.command("score", cls=WarmableCommand)
-@click.option("--repo", type=click.Path(path_type=Path, file_okay=False), required=True)
+@click.option(
+    "--repo",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="The repository (required, unless --replay names a bundle that records it).",
+)
 @click.option(
     "--contract",
     "contract",
-    required=True,
-    help="Contract path inside the repository (read from the parent commit).",
+    help="Contract path inside the repository (read from the parent commit; required, "
+    "unless --replay).",
 )
-@click.option("--parent", required=True, help="Parent commit (any git revision).")
-@click.option("--patch", required=True, help="Patch commit (any git revision).")
+@click.option("--parent", help="Parent commit (any git revision; required, unless --replay).")
+@click.option("--patch", help="Patch commit (any git revision; required, unless --replay).")
+@click.option(
+    "--replay",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="Score again the commits an evidence bundle records, with its secret (every run's "
+    "hash seed and random seed) and its extra seeds; exit 0 when the rows come out the "
+    "same, 1 when they differ (listed). --repo and --contract replace the recorded ones.",
+)
 @click.option(
     "--log-dir",
     type=click.Path(path_type=Path, file_okay=False),
@@ -114,10 +132,11 @@ def score_argv(params: dict[str, Any]) -> list[str]:
     help="Seconds a warm scorer started by this call waits for a request before it exits.",
 )
 def score_cmd(
-    repo: Path,
-    contract: str,
-    parent: str,
-    patch: str,
+    repo: Path | None,
+    contract: str | None,
+    parent: str | None,
+    patch: str | None,
+    replay: Path | None,
     log_dir: Path | None,
     held_out: Path | None,
     as_json: bool,
@@ -126,6 +145,16 @@ def score_cmd(
     warm_idle: int,
 ) -> None:
     """Run the contract on both commits, decide, and write the evidence bundle."""
-    from ._gate import run_score
+    from ._gate import run_replay, run_score
 
+    if replay is not None:
+        if parent is not None or patch is not None or held_out is not None:
+            raise click.UsageError("--replay takes the commits and held-out directory it records")
+        run_replay(replay, repo, contract, log_dir, as_json, config_path)
+        return
+    given = {"repo": repo, "contract": contract, "parent": parent, "patch": patch}
+    missing = [f"--{name}" for name, value in given.items() if value is None]
+    if missing:
+        raise click.UsageError(f"missing option {', '.join(missing)}")
+    assert repo is not None and contract is not None and parent is not None and patch is not None
     run_score(repo, contract, parent, patch, log_dir, held_out, as_json, config_path)

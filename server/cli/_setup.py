@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from patchwarden.sandbox import check_interpreter, check_sandbox, detect_layout, repo_root
+from patchwarden.scorer import EXTRA_SEEDS_OFF
 
 from ..config import config_schema, load_config
 from ._base import EXIT_ACCEPT, EXIT_REJECT, OneLineCommand, OneLineGroup, config_option
@@ -41,6 +42,8 @@ def doctor_cmd(config_path: Path | None, repo: Path | None) -> None:
             click.echo(f"     {'fix' if not check.ok else 'advice'}: {check.fix}")
     if config.sandbox.backend == "none":
         click.echo("note: sandbox.backend is 'none': nothing is isolated (development only)")
+    if config.scorer.extra_seeds == 0:
+        click.echo(f"note: {EXTRA_SEEDS_OFF}")
     sys.exit(EXIT_ACCEPT if all(c.ok for c in checks) else EXIT_REJECT)
 
 

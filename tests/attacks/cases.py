@@ -1691,8 +1691,9 @@ CASES: tuple[AttackCase, ...] = (
 from .forgery_cases import FORGERY_CASES  # noqa: E402 (they build on the helpers above)
 from .isolation_cases import ISOLATION_CASES  # noqa: E402
 from .probe_cases import PROBE_CASES  # noqa: E402
+from .seed_cases import SEED_CASES  # noqa: E402
 
-CASES = CASES + FORGERY_CASES + ISOLATION_CASES + PROBE_CASES
+CASES = CASES + FORGERY_CASES + ISOLATION_CASES + PROBE_CASES + SEED_CASES
 ATTACKS = tuple(case for case in CASES if not case.honest)
 CONTROLS = tuple(case for case in CASES if case.honest)
 BY_NAME = {case.name: case for case in CASES}

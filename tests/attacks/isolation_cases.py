@@ -634,12 +634,13 @@ ISOLATION_CASES: tuple[AttackCase, ...] = (
     # -- a fallback forced from product code ---------------------------------------------------
     AttackCase(
         "isolation_forced_fallback_by_proxy_type_error",
-        "in-process",
+        "isolated-oracle",
         "product code that raises, in the product process only, the TypeError the oracle reads "
         "as a proxy standing where a real type is needed (\"not type 'Handle'\"), so that every "
-        "property falls back in-process, where it runs the real fix (broken wherever the runner "
-        "is absent, production included). The gate accepts what the in-process runs saw; the "
-        "isolation finding holds it for a human",
+        "property would fall back in-process, where it runs the real fix (broken wherever the "
+        "runner is absent, production included). It got accept, held only by the isolation "
+        "finding (a clean accept with scorer.isolation: pass); now an exception decoded from a "
+        "product reply never selects the fallback: the properties fail isolated",
         {
             CALIBRATED: Write(FIX_TOTAL),
             "orders/__init__.py": in_init("""
@@ -664,7 +665,46 @@ ISOLATION_CASES: tuple[AttackCase, ...] = (
                     return _honest.bulk_price(unit_price, qty)
             """),
         },
-        review("isolation"),
+        reject("regression", isolation="pass"),
+        "isolated-oracle",
+        oracle="isolated",
+    ),
+    AttackCase(
+        "isolation_forced_fallback_by_rewrapped_type_error",
+        "isolated-oracle",
+        "as isolation_forced_fallback_by_proxy_type_error, telling the product process by "
+        "Hypothesis not being loaded (no runner name to scan for), with the other phrase the "
+        "oracle read as a proxy's ('Handle object'), raised while handling an error of its own",
+        {
+            CALIBRATED: Write(FIX_TOTAL),
+            "orders/__init__.py": in_init("""
+                import sys as _sys
+
+                from orders import _calibrated as _honest
+
+
+                def _check(value):
+                    if _sys.modules.get("hypothesis") is None:
+                        try:
+                            value.quantize
+                        except AttributeError:
+                            pass
+                        try:
+                            raise LookupError(value)
+                        except LookupError:
+                            raise TypeError("'Handle object' cannot be priced") from None
+                    return value
+
+
+                def order_total(items, discount_pct=0):
+                    return _check(_honest.order_total(items, discount_pct))
+
+
+                def bulk_price(unit_price, qty):
+                    return _check(_honest.bulk_price(unit_price, qty))
+            """),
+        },
+        reject("regression", isolation="pass"),
         "isolated-oracle",
         oracle="isolated",
     ),

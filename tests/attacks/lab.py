@@ -341,10 +341,16 @@ class AttackLab:
         if proc.returncode == 2 or not proc.stdout.strip():
             return Observation(proc.returncode, "error", {}, {}, proc.stderr, duration)
         data: dict[str, Any] = json.loads(proc.stdout)
+        reasons = {r["prop"]: r["reason"] for r in data["results"]}
+        for group in ("extra_seeds", "held_out"):
+            # A hidden group's results, as `<group>:<reason>` (the gate that decided them).
+            for r in data.get(group, {}).get("results", []):
+                if r["reason"] not in ("both_pass", "parent_fail_cleared"):
+                    reasons[f"{group}:{r['prop']}"] = f"{group}:{r['reason']}"
         return Observation(
             exit_code=proc.returncode,
             decision=data["decision"],
-            reasons={r["prop"]: r["reason"] for r in data["results"]},
+            reasons=reasons,
             findings={c["check"]: c["outcome"] for c in data["scorecard"]},
             stderr=proc.stderr,
             duration_s=duration,
