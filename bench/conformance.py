@@ -107,7 +107,7 @@ class Own:
 
 
 @dataclass
-class Test:
+class Row:
     node_id: str
     own: str
     in_process: str
@@ -123,7 +123,7 @@ class Test:
 class ProjectResult:
     name: str
     version: str
-    tests: list[Test] = field(default_factory=list)
+    tests: list[Row] = field(default_factory=list)
     collection_errors: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     durations: dict[str, float] = field(default_factory=dict)
@@ -313,7 +313,7 @@ def run_project(
         own_outcome = own.outcomes[node]
         inproc, isolated = scored["in-process"][node], scored["isolated"][node]
         result.tests.append(
-            Test(
+            Row(
                 node_id=node,
                 own=own_outcome,
                 in_process=_shown(inproc),
