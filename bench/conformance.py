@@ -127,6 +127,8 @@ class ProjectResult:
     collection_errors: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     durations: dict[str, float] = field(default_factory=dict)
+    own_exit: int | None = None
+    """The project's own pytest's exit status (None: it ran out of ``--budget``)."""
     evidence: dict[str, str] = field(default_factory=dict)
     """Each scorer mode's run: completeness, exit, the tail of its output."""
 
@@ -291,8 +293,11 @@ def run_project(
     own = run_own(tree, env.python, layout.roots, budget_s)
     result.durations["own"] = own.duration_s
     result.collection_errors = own.collection_errors
+    result.own_exit = own.exit_code
     if own.exit_code is None:
         result.problems.append(f"own pytest: not finished in {budget_s:.0f}s")
+    elif not own.outcomes:
+        result.problems.append(f"own pytest ran no test (exit {own.exit_code})")
     node_ids = list(own.outcomes)
     targets = _props(node_ids)
     limits = Limits(wall_time_s=budget_s, idle_time_s=min(budget_s, 120.0))

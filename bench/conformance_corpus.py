@@ -53,6 +53,7 @@ PROJECTS: tuple[Project, ...] = (
         "iso8601",
         "2.1.0",
         "6b1d3829ee8921c4301998c909f7829fa9ed3cbdac0d3b16af2d743aed1ba8df",
+        test_requires=("pytz",),  # [tool.poetry.dev-dependencies], which env build does not read
         style="a test module inside the package, Hypothesis, tzinfo, pickling",
     ),
     Project(
