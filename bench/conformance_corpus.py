@@ -73,6 +73,7 @@ PROJECTS: tuple[Project, ...] = (
         "funcy",
         "2.1",
         "8979feb3de7120afd1d00e5a8eae810c1942e4bfbc91697151e9ee1e49f79284",
+        test_requires=("whatever",),  # the tests import it; the sdist declares no test deps
         style="identity, generators, decorators, context managers",
     ),
     Project(
