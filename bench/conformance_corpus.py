@@ -93,7 +93,7 @@ PROJECTS: tuple[Project, ...] = (
         "dacite",
         "1.9.2",
         "6ccc3b299727c7aa17582f0021f6ae14d5de47c7227932c47fec4cdfefd26f09",
-        test_requires=("typing_extensions",),
+        test_requires=("typing_extensions", "pytest-benchmark"),  # its addopts: --benchmark-*
         style="dataclasses, typing generics, get_type_hints",
     ),
     Project(
