@@ -310,6 +310,8 @@ def run_project(
         result.durations[mode] = round(time.monotonic() - started, 1)
         scored[mode] = scorer_outcomes(run, targets)
         result.evidence[mode] = _evidence(run)
+        # The whole output beside the tree: every failure's traceback, for --keep.
+        (scratch / project.name / f"{mode}.stdout.txt").write_text(run.process.stdout)
         if not run.complete:
             why = "timed out" if run.process.timed_out else "; ".join(run.problems[:1])
             result.problems.append(f"{mode}: the run did not complete ({why})")
