@@ -163,6 +163,7 @@ PROJECTS: tuple[Project, ...] = (
         "portion",
         "2.6.3",
         "4dd6a68bb1cd7a553d9b1f556818708b973c4a8855244e0af79e2586bba5794e",
+        test_requires=("pytest-benchmark",),  # its addopts: --benchmark-skip
         style="operator overloading, a mutable mapping, class-based tests",
     ),
     Project(
