@@ -102,3 +102,34 @@ def test_the_corpus_holds_twenty_projects_pinned_by_sha256() -> None:
     assert len({p.name for p in PROJECTS}) == len(PROJECTS)
     for project in PROJECTS:
         assert len(project.sha256) == 64 and int(project.sha256, 16) >= 0
+
+
+def _tar(path: Path, links: dict[str, str]) -> Path:
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w:gz") as archive:
+        data = b"text"
+        info = tarfile.TarInfo("pkg-1/README.md")
+        info.size = len(data)
+        archive.addfile(info, io.BytesIO(data))
+        for name, target in links.items():
+            link = tarfile.TarInfo(name)
+            link.type = tarfile.SYMTYPE
+            link.linkname = target
+            archive.addfile(link)
+    return path
+
+
+def test_an_sdist_link_inside_the_release_is_kept_and_one_out_of_it_refused(
+    tmp_path: Path,
+) -> None:
+    from fidelity._sdist import SdistError, unpack
+
+    inside = _tar(tmp_path / "in.tar.gz", {"pkg-1/README.rst": "README.md"})
+    root = unpack(inside, tmp_path / "a")
+    assert (root / "README.rst").read_text() == "text"
+    outside = _tar(tmp_path / "out.tar.gz", {"pkg-1/README.rst": "../../etc/passwd"})
+    with pytest.raises(SdistError) as refused:
+        unpack(outside, tmp_path / "b")
+    assert str(refused.value) == "refusing archive link 'pkg-1/README.rst' out of it"
