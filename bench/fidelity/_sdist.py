@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import posixpath
 import shutil
 import subprocess
 import sys
@@ -94,7 +95,8 @@ def _safe_member(name: str) -> PurePosixPath:
 def unpack(archive: Path, dest: Path) -> Path:
     """Unpack ``archive`` under ``dest`` and return the single top-level directory.
 
-    Absolute members, members with ``..``, links and device files are refused.
+    Absolute members, members with ``..``, links out of the archive and device files are
+    refused; a link to a file of the archive is kept.
     """
     dest.mkdir(parents=True, exist_ok=True)
     if archive.name.endswith(".zip"):
@@ -107,7 +109,14 @@ def unpack(archive: Path, dest: Path) -> Path:
             members = bundle.getmembers()
             for member in members:
                 _safe_member(member.name)
-                if not (member.isfile() or member.isdir()):
+                if member.issym() or member.islnk():
+                    # A link inside the release (tenacity's README.rst) is kept; one that
+                    # leads out of it is refused (the "data" filter refuses it too).
+                    base = posixpath.dirname(member.name) if member.issym() else ""
+                    target = posixpath.normpath(posixpath.join(base, member.linkname))
+                    if member.linkname.startswith("/") or target.split("/")[0] == "..":
+                        raise SdistError(f"refusing archive link {member.name!r} out of it")
+                elif not (member.isfile() or member.isdir()):
                     raise SdistError(f"refusing non-regular archive member {member.name!r}")
             bundle.extractall(dest, members=members, filter="data")
     tops = [path for path in dest.iterdir() if path.is_dir()]

@@ -1,0 +1,86 @@
+"""Conformance on a few published projects (docs/design/isolated-oracle.md, "Conformance"):
+the whole own test suite of each, run by its own pytest and by the scorer's runner
+in-process and isolated, as bench/conformance.py does on the whole corpus.
+
+The projects here need no pytest plugin beyond Hypothesis and keep their tests outside the
+package; on them no test disagrees: each agrees with the project's own pytest or falls back
+in-process with its named reason.
+The figures are exact: a test that starts to disagree, falls back, or changes outcome in
+the project's own run fails this. Real sdists (sha256-checked, cached), real env builds
+(cached beside the sdists), bubblewrap and pytest.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+if str(BENCH) not in sys.path:
+    sys.path.insert(0, str(BENCH))
+
+from conformance import envs_dir_default, run_project  # noqa: E402
+from conformance_corpus import BY_NAME  # noqa: E402
+
+pytestmark = pytest.mark.bwrap
+
+BUDGET_S = 240.0
+
+SUBCLASSES = "the property subclasses a product class"
+
+
+def _counts(tests: int, agree: int, reasons: dict[str, int]) -> dict[str, Any]:
+    fallback = sum(reasons.values())
+    assert agree + fallback == tests
+    return {
+        "tests": tests,
+        "agree": agree,
+        "fallback": fallback,
+        "fallback_reasons": reasons,
+        "disagree": 0,
+        "incomplete": 0,
+    }
+
+
+EXPECTED: dict[str, dict[str, dict[str, Any]]] = {
+    # Every test module subclasses a product class at import (addict's Dict, overrides'
+    # EnforceOverrides): each test falls back, with its reason, and nothing disagrees.
+    "addict": {
+        "isolated": _counts(128, 0, {SUBCLASSES: 128}),
+        "in-process": _counts(128, 128, {}),
+    },
+    "overrides": {
+        "isolated": _counts(
+            67,
+            0,
+            {SUBCLASSES: 66, "cannot send class Typed3 of the oracle to the product": 1},
+        ),
+        "in-process": _counts(67, 67, {}),
+    },
+}
+"""Per project and scorer mode: the counts ``ProjectResult.counts`` gives (measured with
+bench/conformance.py; docs/design/isolated-oracle.md, "Conformance")."""
+
+OWN: dict[str, dict[str, int]] = {"addict": {"passed": 128}, "overrides": {"passed": 67}}
+"""Per project: the project's own pytest's outcomes."""
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_the_scorer_judges_the_whole_suite_as_its_own_pytest(name: str, tmp_path: Path) -> None:
+    result = run_project(BY_NAME[name], tmp_path, BUDGET_S, None, envs_dir_default())
+    assert result.problems == []
+    assert result.collection_errors == {}
+    own: dict[str, int] = {}
+    for test in result.tests:
+        own[test.own] = own.get(test.own, 0) + 1
+    assert own == OWN[name]
+    disagreeing = [
+        (t.node_id, t.own, t.isolated) for t in result.tests if t.isolated_class == "disagree"
+    ]
+    assert disagreeing == []
+    for mode in ("isolated", "in-process"):
+        assert result.counts(mode) == EXPECTED[name][mode], mode
