@@ -65,24 +65,30 @@ _RUNTIME_PROBE = (
 )
 
 
-@functools.cache
-def _ask(interpreter: str) -> dict[str, Any]:
-    """What ``interpreter`` says about its installation (asked once per interpreter)."""
+def _run_probe(interpreter: str, program: str, what: str) -> Any:
+    """The JSON ``program`` prints when ``interpreter`` runs it; ``what`` names the question
+    in the one-line error."""
     # -I: ignore PYTHONPATH, the user site directory and the current directory, so we see the
     # installation itself and not whatever this process's environment adds.
     try:
         completed = subprocess.run(
-            [interpreter, "-I", "-c", _RUNTIME_PROBE],
+            [interpreter, "-I", "-c", program],
             capture_output=True,
             text=True,
             timeout=RUNTIME_PROBE_TIMEOUT_S,
             check=True,
         )
-        report = json.loads(completed.stdout)
+        return json.loads(completed.stdout)
     except (OSError, subprocess.SubprocessError, ValueError) as exc:
         raise ConfigError(
-            f"python: {interpreter} did not report its installation ({exc})", where="sandbox"
+            f"python: {interpreter} did not {what} ({exc})", where="sandbox"
         ) from None
+
+
+@functools.cache
+def _ask(interpreter: str) -> dict[str, Any]:
+    """What ``interpreter`` says about its installation (asked once per interpreter)."""
+    report = _run_probe(interpreter, _RUNTIME_PROBE, "report its installation")
     if not isinstance(report, dict):
         raise ConfigError(f"python: {interpreter} did not report its installation", where="sandbox")
     return report
@@ -115,19 +121,7 @@ def pytest_entry_points(interpreter: str) -> tuple[tuple[str, str, str], ...]:
     """The ``pytest11`` entry points installed in ``interpreter``'s environment, as
     ``(name, module, distribution)``: the plugins the project's env provides (asked once per
     interpreter, ``-I`` as the runtime probe)."""
-    try:
-        completed = subprocess.run(
-            [interpreter, "-I", "-c", _PLUGIN_PROBE],
-            capture_output=True,
-            text=True,
-            timeout=RUNTIME_PROBE_TIMEOUT_S,
-            check=True,
-        )
-        found = json.loads(completed.stdout)
-    except (OSError, subprocess.SubprocessError, ValueError) as exc:
-        raise ConfigError(
-            f"python: {interpreter} did not list its pytest plugins ({exc})", where="sandbox"
-        ) from None
+    found = _run_probe(interpreter, _PLUGIN_PROBE, "list its pytest plugins")
     return tuple((str(a), str(b), str(c)) for a, b, c in found)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from patchwarden.sandbox import Limits, PropertyTarget, SandboxConfig, run_properties
+from patchwarden.sandbox import Limits, PropertyTarget, RunEntropy, SandboxConfig, run_properties
 
 pytestmark = pytest.mark.bwrap
 
@@ -20,11 +20,12 @@ PROPS = textwrap.dedent(
     import pytest
 
     def test_ok(contract_seed):
-        assert contract_seed == int(os.environ["PYTHONHASHSEED"])
+        # The contract's seed is the property's; the hash seed is the run's own (its entropy).
+        assert contract_seed == 29 and os.environ["PYTHONHASHSEED"] == "4242"
 
     def test_seeded(contract_seed):
         state = random.random()
-        random.seed(contract_seed)
+        random.seed(777)  # the run's random seed, never the contract's
         assert state == random.random()
 
     def test_fails():
@@ -111,7 +112,8 @@ def test_each_misbehaviour_in_one_process_is_a_fail(tree: Path) -> None:
         "sys_exit",
         "missing",
     ]
-    run = run_properties(tree, [target(n) for n in names], 29, SandboxConfig())
+    entropy = RunEntropy(hash_seed=4242, random_seed=777)
+    run = run_properties(tree, [target(n) for n in names], 29, SandboxConfig(), entropy=entropy)
     got = statuses(run)
     assert run.complete and run.missing == [] and run.problems == []
     # Misbehaving tests are data, not forgery: the channel, the status, the canaries hold.
