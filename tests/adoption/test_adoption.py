@@ -268,14 +268,18 @@ def test_the_installed_copy_of_the_project_fails_closed(adopted: dict[str, Adopt
     assert (code, decision["decision"]) == (1, "reject"), decision
     shadowing = next(c for c in decision["scorecard"] if c["check"] == "shadowing")  # type: ignore[union-attr]
     assert shadowing["outcome"] == "reject"
-    [evidence] = shadowing["evidence"]
     import click
 
     installed = os.path.dirname(click.__file__)
-    assert evidence.startswith(
-        f"at run time: patch: project code loaded from outside the tree: click from {installed}/"
-    ), evidence
-    assert evidence.endswith(", not /workspace/src/click"), evidence
+    # One line for the schedule's runs of the patch, one for its secret extra seed's.
+    evidence = shadowing["evidence"]
+    assert sorted(line.split(": project code")[0] for line in evidence) == [
+        "at run time: extra_seeds:patch",
+        "at run time: patch",
+    ], evidence
+    for line in evidence:
+        assert f"loaded from outside the tree: click from {installed}/" in line, line
+        assert line.endswith(", not /workspace/src/click"), line
     assert decision["results"][0]["reason"] != "parent_fail_cleared"  # type: ignore[index]
 
 
