@@ -62,6 +62,21 @@ def runner_test_problem(runner: str, test: str) -> str | None:
     return None
 
 
+def check_property_tests(runner: str, props: Sequence[Property]) -> None:
+    """Each property's ``test`` names a test of ``runner``; otherwise a validation error at
+    that property's own test line (``properties.N.test``), as a field error is: the runner is
+    known only where the whole list is (a contract, a held-out file)."""
+    for index, prop in enumerate(props):
+        problem = runner_test_problem(runner, prop.test)
+        if problem:
+            detail = InitErrorDetails(
+                type=PydanticCustomError("value_error", "{problem}", {"problem": problem}),
+                loc=(index, "test"),
+                input=prop.test,
+            )
+            raise ValidationError.from_exception_data("Contract", [detail])
+
+
 class Contract(BaseModel):
     """A differential contract; ``parent_sha``/``patch_sha`` set once resolved."""
 
@@ -109,18 +124,7 @@ class Contract(BaseModel):
     @field_validator("properties")
     @classmethod
     def _unique_ids(cls, props: list[Property], info: ValidationInfo) -> list[Property]:
-        runner = info.data.get("runner", DEFAULT_RUNNER)
-        for index, prop in enumerate(props):
-            problem = runner_test_problem(runner, prop.test)
-            if problem:
-                # At the property's own test line (properties.N.test), as a field error is:
-                # the runner is known only here, where the whole list is.
-                detail = InitErrorDetails(
-                    type=PydanticCustomError("value_error", "{problem}", {"problem": problem}),
-                    loc=(index, "test"),
-                    input=prop.test,
-                )
-                raise ValidationError.from_exception_data("Contract", [detail])
+        check_property_tests(info.data.get("runner", DEFAULT_RUNNER), props)
         for attr in ("id", "test"):
             values = [getattr(p, attr) for p in props]
             dupes = sorted({v for v in values if values.count(v) > 1})

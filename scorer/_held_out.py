@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from patchwarden._documents import line_of, parse_document, validate_document
 from patchwarden._hostpaths import is_within
 
-from ._contract import Contract, Property
+from ._contract import Contract, Property, check_property_tests
 from ._errors import HeldOutError
 from ._hashing import files_under, hash_pairs
 
@@ -37,6 +37,12 @@ class HeldOutFile(BaseModel):
     seeds: list[int] | None = Field(default=None, min_length=1)
     """The held-out schedule; None: the contract's."""
     properties: list[Property] = Field(min_length=1)
+
+    @field_validator("properties")
+    @classmethod
+    def _pytest_node_ids(cls, props: list[Property]) -> list[Property]:
+        check_property_tests("pytest", props)  # held-out properties are pytest tests
+        return props
 
     @field_validator("seeds")
     @classmethod
