@@ -93,7 +93,9 @@ def test_the_fix_is_accepted(paths_repo: Path, configs: tuple[ScorerConfig, Sand
         "prop.separators_converge": "parent_fail_cleared",
         "prop.fixture_cases": "both_pass",
     }
-    assert {r["status"] for r in verdict["rows"]} == {"pass"} and len(verdict["rows"]) == 12
+    # Four properties on the three contract seeds and on the one secret extra seed.
+    assert {r["status"] for r in verdict["rows"]} == {"pass"} and len(verdict["rows"]) == 16
+    assert len({r["seed"] for r in verdict["rows"]} - {3, 8, 12}) == 1
     # The trust level is named (scorer.runner_trust, default review), never silent.
     assert verdict["checks"]["runner_trust"] == "review"
     assert verdict["evidence"]["runner_trust"][0].startswith("runner ctest: compiled-in: ")
@@ -106,9 +108,13 @@ def test_a_regression_is_rejected_with_its_assertion(
     assert verdict["decision"] == "reject"
     assert _reasons(verdict)["prop.idempotent"] == "regression"
     fails = [r for r in verdict["rows"] if r["status"] == "fail"]
-    assert [(r["prop"], r["seed"], r["witness"]) for r in fails] == [
+    assert [(r["prop"], r["seed"], r["witness"]) for r in fails if r["seed"] in (3, 8, 12)] == [
         ("prop.idempotent", 12, "prop.idempotent|assert|tests/idempotent.cpp:9")
     ]
+    # The secret extra seed draws its own inputs: whatever it finds is the same regression.
+    assert {(r["prop"], r["witness"]) for r in fails} == {
+        ("prop.idempotent", "prop.idempotent|assert|tests/idempotent.cpp:9")
+    }
 
 
 def test_the_unfixed_refactor_is_a_freeze_proposal(
@@ -125,7 +131,7 @@ def test_a_build_failure_fails_every_property(
     verdict = _score(paths_repo, "build-failure", configs)
     assert verdict["decision"] == "reject"
     assert {r["witness"] for r in verdict["rows"]} == {"build|src/normalize_path.cpp:11"}
-    assert {r["status"] for r in verdict["rows"]} == {"fail"} and len(verdict["rows"]) == 12
+    assert {r["status"] for r in verdict["rows"]} == {"fail"} and len(verdict["rows"]) == 16
 
 
 def test_tests_defined_away_are_missing_seeds(

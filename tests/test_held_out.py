@@ -503,16 +503,24 @@ def test_a_held_out_reject_is_one_reject_everywhere_a_reviewer_looks(
 
     listed = CliRunner().invoke(cli, ["verdicts", "list", "--log-dir", str(log_dir)])
     assert listed.exit_code == 0, listed.output
-    order = ["honest", "cheat", "hole", "cheat-visible-only"]
-    rows = [
-        f"{v.verdict_id}  {v.decision}    {'held_out' if v.decision == 'reject' else '-':<10}  "
-        f"accept  {v.patch_sha[:12]}  {v.parent_sha[:12]}  1 parent_fail_cleared"
-        for v in (scored[name] for name in order)
-    ]
+    # The cheat's review findings show in the FINDINGS column whichever decision it got; the
+    # accept that carries them is marked accept* so it never reads as a clean accept.
+    flagged = "spec_review, suspicious"
+    order = {"honest": "-", "cheat": flagged, "hole": "-", "cheat-visible-only": flagged}
+    rows = []
+    for name, found in order.items():
+        v = scored[name]
+        shown = "accept*" if v.decision == "accept" and found != "-" else v.decision
+        rows.append(
+            f"{v.verdict_id}  {shown:<8}  {'held_out' if v.decision == 'reject' else '-':<10}  "
+            f"accept  {v.patch_sha[:12]}  {v.parent_sha[:12]}  {found:<23}  1 parent_fail_cleared"
+        )
     assert listed.output.splitlines() == [
-        f"VERDICT{' ' * 27}DECISION  DECIDED BY  GATE    PATCH         PARENT        REASONS",
+        f"VERDICT{' ' * 27}DECISION  DECIDED BY  GATE    PATCH         PARENT        "
+        f"FINDINGS{' ' * 17}REASONS",
         *rows,
         f"4 verdicts; bundles under {log_dir / 'verdicts'}",
+        "accept*: an accept with review findings, for a person to look at",
     ]
 
     view = TestClient(create_app(log_dir), base_url="http://127.0.0.1:8766")
