@@ -270,7 +270,8 @@ def test_verdict_page_grid_matches_the_rows_of_the_bundle(
     # Two trees x (three contract seeds + the one secret extra seed the score drew).
     extra = json.loads((site.logs / "verdicts" / vid / "seeds.json").read_text())
     assert len(set(outputs)) == len(outputs) == 8
-    assert len([o for o in outputs if o.endswith(f"-seed{extra['extra_seeds'][0]}.stdout.txt")]) == 2
+    drawn = f"-seed{extra['extra_seeds'][0]}.stdout.txt"
+    assert len([o for o in outputs if o.endswith(drawn)]) == 2
     # An isolated run links its product process's output too.
     product = re.findall(r'href="/verdicts/[^"]+/files/runs/([\w-]+)\.product\.stdout\.txt"', runs)
     folder = site.logs / "verdicts" / vid / "runs"
