@@ -594,7 +594,11 @@ def test_product_code_cannot_reach_the_oracle_through_its_objects(tree: Path) ->
         **{
             f"reach_{step}": ("fail", f"prop.reach_{step}|ProductOverreach|{where}", "isolated")
             for step in REACHES
+            if step != "globals"
         },
+        # A function of the test's shows inspect its parameters (inspect.signature reads
+        # its __globals__ too): its namespace here is empty, the oracle's is not reached.
+        "reach_globals": ("fail", f"prop.reach_globals|KeyError|{where}", "isolated"),
         "price": ("pass", "", "isolated"),
     }
 
@@ -1011,6 +1015,65 @@ FAITHFUL = textwrap.dedent(
 
     def parameters(alias):
         return [p.__name__ for p in alias.__parameters__]
+
+
+    def logged(func):  # a decorator of the product's on a function of the test's
+        import functools
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            return (func.__name__, func.__qualname__, func(*args, **kwargs))
+
+        return wrapper
+
+
+    class Version:  # compares only with its own kind, as hyperlink's URL does
+        def __init__(self, n):
+            self.n = n
+
+        def __eq__(self, other):
+            if not isinstance(other, Version):
+                return NotImplemented
+            return self.n == other.n
+
+        __hash__ = None
+
+
+    def encoded(n):
+        return bytearray([n, n + 1])
+
+
+    def fill(buffer):
+        buffer[:] = b"xyz"
+
+
+    def override(func):  # typing_extensions.override, as tenacity uses it
+        try:
+            func.__override__ = True
+        except (AttributeError, TypeError):
+            pass
+        return func
+
+
+    def signature(func):  # what funcy's and tenacity's decorators ask of a function
+        import inspect
+
+        return (
+            str(inspect.signature(func)),
+            inspect.iscoroutinefunction(func),
+            inspect.isgeneratorfunction(func),
+        )
+
+
+    def annotations(func):
+        return dict(func.__annotations__)
+
+
+    from .retry import BACKOFF  # binds the submodule lib.retry on the package...
+
+
+    def retry(times):  # ...then the package's own function of that name wins (tenacity's)
+        return ("retry", times * BACKOFF)
     """
 )
 FAITHFUL_TESTS = textwrap.dedent(
@@ -1121,6 +1184,64 @@ FAITHFUL_TESTS = textwrap.dedent(
     def test_type_hints():
         assert typing.get_type_hints(lib.Base) == {"size": int}
         assert typing.get_type_hints(lib.Point) == {"x": int, "y": int}
+
+
+    def test_decorators():
+        def double(x: int) -> Thing:
+            "Twice x."
+            return 2 * x
+
+        double.tag = "mine"
+        wrapped = lib.logged(double)
+        assert wrapped(2) == ("double", "test_decorators.<locals>.double", 4)
+        assert wrapped.__name__ == "double" and wrapped.__doc__ == "Twice x."
+        assert wrapped.tag == "mine" and wrapped.__wrapped__ is double
+        @lib.override
+        def marked():
+            return 1
+
+        assert marked.__override__ is True and marked() == 1
+
+        async def fetch(url, /, retries=3, *rest, timeout, verbose=False, **options):
+            return url
+
+        class Client:
+            def get(self, key, default=None):
+                return default
+
+        assert lib.signature(fetch) == (
+            "(url, /, retries=<the oracle's default>, *rest, timeout, "
+            "verbose=<the oracle's default>, **options)",
+            True,
+            False,
+        )
+        assert lib.signature(Client().get) == ("(key, default=<the oracle's default>)", False, False)
+        assert lib.signature(lambda: (yield)) == ("()", False, True)
+        # A class of the test's cannot cross: the product reads it as its name.
+        assert lib.annotations(double) == {"x": int, "return": "Thing"}
+
+
+    def test_comparisons():
+        # A product bytearray is a bytearray here, written back when the product fills one;
+        # a comparison neither side answers ends as in one process (identity), never
+        # bouncing between the processes.
+        assert lib.encoded(1) == bytearray(b"\\x01\\x02") and isinstance(lib.encoded(1), bytearray)
+        buffer = bytearray(b"ab")
+        lib.fill(buffer)
+        assert buffer == bytearray(b"xyz")
+        v = lib.Version(1)
+        assert v == lib.Version(1) and v != "1" and not (v == Thing()) and v != 1.0
+        assert lib.same(NotImplemented) is NotImplemented and lib.same(...) is ...
+
+
+    def test_submodule_shadowed():
+        import sys
+
+        import lib.retry  # the submodule by its name: lib.retry is still the function
+        from lib import retry
+
+        assert retry(2) == ("retry", 4) and lib.retry(3) == ("retry", 6) and lib.retry is retry
+        assert sys.modules["lib.retry"].BACKOFF == 2
     """
 )
 
@@ -1148,6 +1269,7 @@ def faithful_tree(root: Path) -> Path:
     for path in (root, root / "lib", root / "tests", root / "data"):
         path.chmod(0o755)
     (root / "lib" / "__init__.py").write_text(FAITHFUL)
+    (root / "lib" / "retry.py").write_text("BACKOFF = 2\n")
     (root / "data" / "hello.txt").write_text("hello\n")
     (root / "tests" / "test_faithful.py").write_text(FAITHFUL_TESTS)
     (root / "tests" / "test_fields.py").write_text(FIELDS_TESTS)
@@ -1183,6 +1305,9 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "tmp_path",
         "product_temp_file",
         "subclass_alias",
+        "submodule_shadowed",
+        "decorators",
+        "comparisons",
     )
     assert got == {
         "paths": ("pass", "", "isolated"),
@@ -1190,6 +1315,11 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "mutation": ("pass", "", "isolated"),
         "generics": ("pass", "", "isolated"),
         "type_hints": ("pass", "", "isolated"),
+        "submodule_shadowed": ("pass", "", "isolated"),
+        # functools.wraps reads the test's function's names, docstring, attributes and
+        # annotations (a class of the test's by its name), never its code or globals.
+        "decorators": ("pass", "", "isolated"),
+        "comparisons": ("pass", "", "isolated"),
         "subclass_alias": ("pass", "", "in-process: the property subclasses a product class"),
         # Each sandbox has a /tmp of its own: a path there names nothing in the other.
         "tmp_path": (

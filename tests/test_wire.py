@@ -89,6 +89,8 @@ scalars = st.one_of(
     st.complex_numbers(),
     st.text(),
     st.binary(),
+    st.binary().map(bytearray),
+    st.sampled_from([NotImplemented, Ellipsis]),
     st.decimals(allow_nan=True, allow_infinity=True),
     st.fractions(),
     st.dates(),

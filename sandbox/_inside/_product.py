@@ -24,6 +24,7 @@ import builtins
 import contextlib
 import importlib
 import json
+import keyword
 import operator
 import os
 import random
@@ -166,8 +167,8 @@ def _in(tagged: list[Any]) -> Any:
     tag = tagged[0]
     if tag == "h" and len(tagged) >= 2 and type(tagged[1]) is int and tagged[1] in OBJECTS:
         return OBJECTS[tagged[1]]
-    if tag == "oh" and len(tagged) == 3 and type(tagged[1]) is int and type(tagged[2]) is list:
-        return _oracle_object(tagged[1], tagged[2])
+    if tag == "oh" and len(tagged) in (3, 4) and type(tagged[1]) is int and type(tagged[2]) is list:
+        return _oracle_object(tagged[1], tagged[2], tagged[3] if len(tagged) == 4 else None)
     if tag == "rbo" and len(tagged) >= 3 and type(tagged[1]) is int:
         # One of the oracle's TypeVars or generic aliases: a real one here (the product's
         # generics take no proxy), one per oracle handle, going back as the oracle's own.
@@ -216,11 +217,108 @@ def _callback_method(op: str) -> Any:
 
 
 def _oracle_getattr(self: Any, name: str) -> Any:
+    shape = object.__getattribute__(self, "_pw_shape")
+    if shape is not None and name in ("__name__", "__qualname__"):
+        return shape[name.strip("_")]  # a class's namespace cannot hold these as properties
     return _callback("getattr", self, [name], {})
 
 
 def _oracle_setattr(self: Any, name: str, value: Any) -> None:
     _callback("setattr", self, [name, value], {})
+
+
+def _oracle_described(name: str, default: Any) -> property:
+    """``__doc__`` and ``__module__`` of an oracle object, which its class here would
+    otherwise answer (``functools.wraps`` copies them): the oracle's answer, or
+    ``default`` when the oracle says the object has none to give."""
+
+    def read(self: Any) -> Any:
+        try:
+            return _callback("getattr", self, [name], {})
+        except AttributeError:
+            return default
+
+    return property(read)
+
+
+class _OracleDefault:
+    """The default of a parameter of one of the test's functions, as ``inspect`` shows it
+    here: the value itself stays in the oracle (a call that leaves it out gets it there)."""
+
+    def __repr__(self) -> str:
+        return "<the oracle's default>"
+
+
+ORACLE_DEFAULT = _OracleDefault()
+_STUB_CODES: dict[str, types.CodeType] = {}
+_STUB_KINDS = {"def": ("def", "pass"), "gen": ("def", "yield"), "async": ("async def", "pass"),
+               "agen": ("async def", "yield")}  # fmt: skip
+
+
+def _stub_code(shape: Any) -> types.CodeType | None:
+    """A code object with the parameters and the kind (generator, coroutine) of one of the
+    test's functions, compiled here from its names: what ``inspect`` reads of a function
+    (``co_varnames``, the counts, ``co_flags``). It runs nothing; a call of the function is
+    the oracle's. None: a shape that is not one (the oracle's data, checked)."""
+    key = json.dumps(shape, sort_keys=True)
+    if key in _STUB_CODES:
+        return _STUB_CODES[key]
+    try:
+        pos, kwonly = list(shape["pos"]), list(shape["kwonly"])
+        posonly, varargs, varkw = int(shape["posonly"]), shape["varargs"], shape["varkw"]
+        head, body = _STUB_KINDS[shape["kind"]]
+        names = [*pos, *kwonly, *(n for n in (varargs, varkw) if n is not None)]
+        if not all(type(n) is str and n.isidentifier() and not keyword.iskeyword(n) for n in names):
+            return None
+        if len(set(names)) != len(names) or not 0 <= posonly <= len(pos):
+            return None
+        defaults, kwdefaults = shape["defaults"], shape["kwdefaults"]
+        if type(defaults) is not int or not 0 <= defaults <= len(pos):
+            return None
+        if type(kwdefaults) is not list or not set(kwdefaults) <= set(kwonly):
+            return None
+        if type(shape["name"]) is not str or type(shape["qualname"]) is not str:
+            return None
+        parts = [*pos[:posonly], *(["/"] if posonly else []), *pos[posonly:]]
+        parts += [f"*{varargs}"] if varargs else (["*"] if kwonly else [])
+        parts += [*kwonly, *([f"**{varkw}"] if varkw else [])]
+        name = shape["name"] if str(shape["name"]).isidentifier() else "function"
+        if keyword.iskeyword(name):
+            name = "function"
+        space: dict[str, Any] = {}
+        exec(
+            compile(f"{head} {name}({', '.join(parts)}):\n    {body}\n", "<oracle>", "exec"), space
+        )
+        code = space[name].__code__
+    except (KeyError, TypeError, ValueError, SyntaxError):
+        return None
+    if len(_STUB_CODES) < 4096:
+        _STUB_CODES[key] = code
+    return code
+
+
+def _shaped(name: str) -> property:
+    """What ``inspect`` reads of a function, answered here for one of the test's functions
+    from its shape (``_stub_code``); for any other oracle object, asked of the oracle as
+    every other attribute is."""
+
+    def read(self: Any) -> Any:
+        shape = object.__getattribute__(self, "_pw_shape")
+        if shape is None or shape.get("code") is None:
+            if name == "__class__":
+                return type(self)
+            return _callback("getattr", self, [name], {})
+        if name == "__code__":
+            return shape["code"]
+        if name == "__class__":
+            return types.FunctionType  # isinstance(f, FunctionType): inspect.isfunction
+        if name == "__defaults__":
+            return (ORACLE_DEFAULT,) * shape["defaults"] or None
+        if name == "__kwdefaults__":
+            return dict.fromkeys(shape["kwdefaults"], ORACLE_DEFAULT) or None
+        return {}  # __globals__: the function's are the oracle's; inspect finds no name here
+
+    return property(read)
 
 
 def _oracle_class(operations: frozenset[str], hashable: bool) -> type:
@@ -229,9 +327,20 @@ def _oracle_class(operations: frozenset[str], hashable: bool) -> type:
         if ops == key:
             return cls
     namespace: dict[str, Any] = {
-        "__slots__": ("_pw_oid",),
+        "__slots__": ("_pw_oid", "_pw_shape"),
         "__getattr__": _oracle_getattr,
         "__setattr__": _oracle_setattr,
+        "__doc__": _oracle_described("__doc__", None),
+        **{
+            name: _shaped(name)
+            for name in (
+                "__code__",
+                "__class__",
+                "__defaults__",
+                "__kwdefaults__",
+                "__globals__",
+            )
+        },
     }
     for op in ("repr", "str", "bool", "eq", "ne", "lt", "le", "gt", "ge", *sorted(operations)):
         namespace[f"__{op}__"] = _callback_method(op)
@@ -241,13 +350,15 @@ def _oracle_class(operations: frozenset[str], hashable: bool) -> type:
     return cls
 
 
-def _oracle_object(number: int, operations: list[Any]) -> Any:
+def _oracle_object(number: int, operations: list[Any], shape: Any = None) -> Any:
     found = ORACLE_PROXIES.get(number)
     if found is not None:
         return found
     ops = frozenset(str(op) for op in operations if op in ORACLE_OPERATIONS)
     proxy: Any = object.__new__(_oracle_class(ops, "hash" in operations))
     object.__setattr__(proxy, "_pw_oid", number)
+    code = _stub_code(shape) if type(shape) is dict and "call" in ops else None
+    object.__setattr__(proxy, "_pw_shape", {**shape, "code": code} if code else None)
     ORACLE_PROXIES[number] = proxy
     return proxy
 
@@ -307,6 +418,17 @@ def _exit_context(obj: Any, *exc: Any) -> Any:
     return type(obj).__exit__(obj, *exc)
 
 
+def _method(op: str) -> Any:
+    """A comparison the oracle asks of a product object: that object's own method
+    (``type(a).__eq__(a, b)``), whose ``NotImplemented`` goes back to the oracle, which
+    goes on with Python's protocol there (the reflected method, then identity). The
+    operator itself would reflect here onto the oracle's object, whose proxy asks the
+    oracle, which asks here again: a comparison that neither side answers bounced between
+    the processes until the recursion limit (``bytes_like == handle``)."""
+    name = f"__{op}__"
+    return lambda a, b: getattr(type(a), name)(a, b)
+
+
 def _hints(cls: Any) -> Any:
     """``__annotations__`` of a product class as the oracle gets it: the hints
     ``typing.get_type_hints`` finds here (the class's module is here, its bases too), or,
@@ -327,8 +449,8 @@ OPS: dict[str, Any] = {
     "dir": lambda obj: sorted(str(name) for name in dir(obj)),
     "vars": lambda obj: dict(vars(obj)),
     "enter": lambda obj: type(obj).__enter__(obj), "exit": _exit_context, "hints": _hints,
-    "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le,
-    "gt": operator.gt, "ge": operator.ge, "add": operator.add, "sub": operator.sub,
+    **{op: _method(op) for op in ("eq", "ne", "lt", "le", "gt", "ge")},
+    "add": operator.add, "sub": operator.sub,
     "mul": operator.mul, "truediv": operator.truediv, "floordiv": operator.floordiv,
     "mod": operator.mod, "pow": operator.pow, "matmul": operator.matmul,
     "lshift": operator.lshift, "rshift": operator.rshift, "and": operator.and_,
@@ -393,7 +515,7 @@ def _keep(memo: Memo) -> None:
     KEPT[-1][:] = [len(memo.objects)] + [
         (n, obj, _contents(obj))
         for n, obj in enumerate(memo.objects)
-        if type(obj) in (list, dict, set)
+        if type(obj) in (list, dict, set, bytearray)
     ]
 
 

@@ -367,10 +367,12 @@ def _write_back(back: Any, memo: Memo) -> None:
             raise WireError("a written-back argument is not [number, contents]")
         target = memo.get(["r", item[0]])
         contents = decode(item[1], _receive, memo=memo)
-        if type(target) not in (list, dict, set) or type(contents) is not (
+        if type(target) not in (list, dict, set, bytearray) or type(contents) is not (
             dict if type(target) is dict else list
         ):
             raise WireError("a written-back argument does not fit what was sent")
+        if type(target) is bytearray and not all(type(x) is int and 0 <= x < 256 for x in contents):
+            raise WireError("a written-back bytearray holds what is not a byte")
         if type(target) is set:
             try:
                 contents = set(contents)
@@ -378,7 +380,7 @@ def _write_back(back: Any, memo: Memo) -> None:
                 raise WireError("a written-back set holds what no set can") from None
         changes.append((target, contents))
     for target, contents in changes:
-        if type(target) is list:
+        if type(target) in (list, bytearray):
             target[:] = contents
         else:
             target.clear()
@@ -702,9 +704,11 @@ _CALLBACKS: dict[str, Any] = {
     "call": lambda obj, *args, **kwargs: obj(*args, **kwargs),
     "iter": iter, "next": next, "len": len, "getitem": lambda obj, key: obj[key],
     "contains": lambda obj, item: item in obj, "bool": bool, "repr": repr, "str": str,
-    "hash": hash, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
-    "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
-    "ge": lambda a, b: a >= b, "fspath": os.fspath,
+    "hash": hash, "fspath": os.fspath,
+    # A comparison the product asks of an oracle object: the object's own method, its
+    # NotImplemented goes back (the product's _method says why).
+    **{op: (lambda name: lambda a, b: getattr(type(a), name)(a, b))(f"__{op}__")
+       for op in ("eq", "ne", "lt", "le", "gt", "ge")},
 }  # fmt: skip
 """Every operation the product may ask of an oracle object (and ``getattr``, checked)."""
 
@@ -734,7 +738,39 @@ def _give(obj: Any) -> list[Any]:
             offers.append(op)
     if getattr(kind, "__hash__", None) is not None:
         offers.append("hash")
-    return ["oh", number, offers]
+    shape = _shape(obj)
+    return ["oh", number, offers] + ([shape] if shape is not None else [])
+
+
+_CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
+_CO_KINDS = ((0x200, "agen"), (0x80, "async"), (0x20, "gen"))
+
+
+def _shape(obj: Any) -> dict[str, Any] | None:
+    """The parameters of one of the test's functions (or bound methods: ``self`` left out)
+    and what kind of function it is, so the product can ask ``inspect`` about it
+    (``inspect.signature``, ``iscoroutinefunction``: funcy's and tenacity's decorators do)
+    without reading its code: names and counts only, never a default's value, the code,
+    its globals or closure. None: not a plain function of the test's."""
+    func = obj.__func__ if type(obj) is types.MethodType else obj
+    if type(func) is not types.FunctionType or _machinery_code(func):
+        return None
+    code = func.__code__
+    names, count, kwonly = code.co_varnames, code.co_argcount, code.co_kwonlyargcount
+    at = count + kwonly
+    varargs = names[at] if code.co_flags & _CO_VARARGS else None
+    at += varargs is not None
+    varkw = names[at] if code.co_flags & _CO_VARKEYWORDS else None
+    pos, posonly, defaults = list(names[:count]), code.co_posonlyargcount, func.__defaults__
+    if func is not obj and pos:  # a bound method: its first parameter is taken
+        pos, posonly = pos[1:], max(posonly - 1, 0)
+    kind = next((k for flag, k in _CO_KINDS if code.co_flags & flag), "def")
+    return {
+        "name": func.__name__, "qualname": func.__qualname__, "kind": kind, "pos": pos,
+        "posonly": posonly, "kwonly": list(names[count : count + kwonly]), "varargs": varargs,
+        "varkw": varkw, "defaults": min(len(defaults or ()), len(pos)),
+        "kwdefaults": sorted(func.__kwdefaults__ or ()),
+    }  # fmt: skip
 
 
 def _own_attribute(obj: Any, name: str) -> bool:
@@ -743,6 +779,72 @@ def _own_attribute(obj: Any, name: str) -> bool:
     if type(obj) is not types.FunctionType or name[:1] == "_":
         return False
     return name in vars(obj)
+
+
+_DESCRIBED = frozenset(
+    {"__name__", "__qualname__", "__module__", "__doc__", "__wrapped__", "__dict__",
+     "__annotations__"}
+)  # fmt: skip
+"""What ``functools.wraps`` and a decorator of the product's read of a function the oracle
+hands it (funcy's ``@decorator``, tenacity's ``@retry`` on a test's function): answered by
+``_described``, never the function's code, globals, closure or defaults."""
+_DESCRIBABLE = (types.FunctionType, types.MethodType, types.BuiltinFunctionType)
+
+
+def _described(obj: Any, name: str) -> Any:
+    """A function's description as data: its names and docstring when they are text, the
+    callable it wraps (a function or method, another handle), a copy of its own attributes
+    that cross by value or as functions, its annotations with every value that would not
+    cross (a class of the test's) as its name, a forward reference as text. A value the
+    object lacks, or one that could only cross as something refused, is ``AttributeError``
+    (the product's probe never selects the in-process fallback)."""
+    value = getattr(obj, name)
+    if name in ("__name__", "__qualname__", "__module__", "__doc__"):
+        if value is None or type(value) is str:
+            return value
+    elif name == "__wrapped__":
+        if isinstance(value, _DESCRIBABLE) and not _machinery_code(value):
+            return value
+    elif type(value) is dict:
+        crossing = ((k, v) for k, v in value.items() if type(k) is str and not k.startswith("__pw"))
+        if name == "__dict__":
+            return {k: v for k, v in crossing if is_plain(v) or isinstance(v, _DESCRIBABLE)}
+        return {k: v if is_plain(v) or _builtin(v) else _annotation_text(v) for k, v in crossing}
+    raise AttributeError(name)
+
+
+def _new_marker(obj: Any, name: str) -> bool:
+    """A dunder name a decorator of the product's may set on a test's function
+    (``__override__``, ``__final__``): one the function's type does not define (never
+    ``__code__``, ``__dict__``, ``__wrapped__`` or any other the oracle reads), so it lands
+    in the function's own attributes and changes nothing the oracle runs."""
+    return (
+        type(obj) is types.FunctionType
+        and name[:2] == name[-2:] == "__"
+        and len(name) > 4
+        and not name.startswith("__pw")
+        and name not in _INTERNALS
+        and name not in _FUNCTION_INTERNALS
+        and name not in _DESCRIBED
+        and not hasattr(types.FunctionType, name)
+        and not _machinery_code(obj)
+    )
+
+
+def _machinery_code(obj: Any) -> bool:
+    """A function or method of the test machinery's (pytest, pluggy, Hypothesis)."""
+    module = getattr(obj, "__module__", None)
+    return type(module) is str and module.split(".")[0] in _MACHINERY
+
+
+def _builtin(value: Any) -> bool:
+    name = getattr(value, "__name__", None)
+    return type(name) is str and getattr(builtins, name, None) is value
+
+
+def _annotation_text(value: Any) -> str:
+    name = getattr(value, "__qualname__", None) if isinstance(value, type) else None
+    return name if type(name) is str else repr(value)[:200]
 
 
 def _overreach(link: _Link, obj: Any, name: str) -> dict[str, Any]:
@@ -768,6 +870,8 @@ def _serve_callback(link: _Link, message: dict[str, Any]) -> dict[str, Any]:
     try:
         if op == "getattr":
             name = str(args[0]) if len(args) == 1 and type(args[0]) is str else ""
+            if name in _DESCRIBED and isinstance(obj, _DESCRIBABLE) and not _machinery_code(obj):
+                return {"ok": encode(_described(obj, name), _send)}
             if not name or name in _INTERNALS or _machinery(type(obj)):
                 return _overreach(link, obj, name[:80] or "?")
             if _own_attribute(obj, name):
@@ -782,6 +886,11 @@ def _serve_callback(link: _Link, message: dict[str, Any]) -> dict[str, Any]:
             # sets func.pattern): a plain attribute of a function or an instance, no more.
             name = str(args[0]) if len(args) == 2 and type(args[0]) is str else ""
             settable = type(obj) is types.FunctionType or not isinstance(obj, _OPAQUE)
+            if _new_marker(obj, name):
+                # typing's @override sets func.__override__ = True on a test's method: a
+                # new attribute of the function's own, as the product set it.
+                setattr(obj, name, args[1])
+                return {"ok": None}
             if not name or name[:1] == "_" or not settable or _machinery(type(obj)):
                 return _overreach(link, obj, f"{name[:80] or '?'} (to set it)")
             setattr(obj, name, args[1])
@@ -1011,13 +1120,35 @@ class ProxyModule(types.ModuleType):
         return _namespace(self._pw_module(), self.__name__)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name in _MODULE_OWN or type(value) is ProxyModule or _own_submodule(self, name, value):
+        if type(value) is ProxyModule:
+            # The import system binding a submodule on its package: kept here unless the
+            # product's package has its own attribute of that name (tenacity's ``retry``
+            # function beside its ``tenacity.retry`` module), which wins as in Python.
+            if _product_binds(self, name, value):
+                _module_dict(self)[name] = value
+            return
+        if name in _MODULE_OWN or _own_submodule(self, name, value):
             _module_dict(self)[name] = value  # the import system's own bookkeeping
             return
         raise _refuse(f"the property sets {self.__name__}.{name} (patches the product)")
 
     def __delattr__(self, name: str) -> None:
         raise _refuse(f"the property deletes {self.__name__}.{name} (patches the product)")
+
+
+def _product_binds(package: ProxyModule, name: str, submodule: ProxyModule) -> bool:
+    """Whether ``package.name`` in the product is ``submodule`` (or nothing): a submodule
+    the import system binds on its proxy package may be cached there only then. Otherwise
+    the product's attribute of that name (a function its ``__init__`` defined after
+    importing the submodule) is what ``package.name`` and ``from package import name``
+    read, one request each, as Python gives it."""
+    if _module_dict(submodule).get("__name__") != f"{package.__name__}.{name}":
+        return True
+    try:
+        found = _link().request("getattr", [package._pw_module(), name])
+    except AttributeError:
+        return True
+    return found is submodule
 
 
 def _own_submodule(module: ProxyModule, name: str, value: Any) -> bool:

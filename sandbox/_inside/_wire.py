@@ -9,18 +9,19 @@ the oracle sends the handles the product gave out and refuses anything else); ``
 takes one that resolves the tags it does not know itself.
 
 A plain value is one of ``None``, ``bool``, ``int``, ``float``, ``complex``, ``str``,
-``bytes``, ``Decimal``, ``Fraction``, ``date``, ``time``, ``datetime`` (naive, or with a fixed
-``timezone``), ``timedelta``, a ``pathlib`` path (``PosixPath``, ``PurePosixPath``,
-``PureWindowsPath``: rebuilt as the same class from its text), a ``slice`` of plain values
-(what ``seq[i:j]`` sends), or a ``list``, ``tuple``, ``dict``, ``set`` or ``frozenset`` of
-plain values, by exact type: a subclass of a plain type is not plain.
+``bytes``, ``bytearray``, ``NotImplemented``, ``Ellipsis``, ``Decimal``, ``Fraction``,
+``date``, ``time``, ``datetime`` (naive, or with a fixed ``timezone``), ``timedelta``, a
+``pathlib`` path (``PosixPath``, ``PurePosixPath``, ``PureWindowsPath``: rebuilt as the same
+class from its text), a ``slice`` of plain values (what ``seq[i:j]`` sends), or a ``list``,
+``tuple``, ``dict``, ``set`` or ``frozenset`` of plain values, by exact type: a subclass of
+a plain type is not plain.
 
 One call and its reply share a ``Memo``: every object that crossed by value (ints, floats,
 texts and ``None`` aside) is numbered in the order both sides meet it, and the same object
 met again, in the request or in the reply, crosses as ``["r", n]``: so ``f(xs, xs)`` hands
 the product one list, and a reply that holds an object the request brought (``f(x) is x``)
 is the sender's own object again. The product's changes to the mutable containers it was
-sent (``list``, ``dict``, ``set``) come back with the reply and are written into the
+sent (``list``, ``dict``, ``set``, ``bytearray``) come back with the reply and are written into the
 sender's objects (sandbox/_inside/_proxy.py).
 
 Part of both programs concatenated by sandbox/_inside (``program``).
@@ -77,6 +78,9 @@ _BY_VALUE = frozenset(
         complex,
         str,
         bytes,
+        bytearray,
+        type(NotImplemented),
+        type(Ellipsis),
         decimal.Decimal,
         fractions.Fraction,
         datetime.date,
@@ -101,7 +105,7 @@ _PATHS: dict[str, type[pathlib.PurePath]] = {
 text names one of these three and never a class of anyone's choosing. A path is a value (its
 text, its flavour): rebuilt on the other side it is the same ``Path``, and ``open``,
 ``os.fspath`` and ``isinstance(p, Path)`` work there as here."""
-_MUTABLE = (list, dict, set)
+_MUTABLE = (list, dict, set, bytearray)
 """By-value kinds whose contents the receiver may change: numbered before their elements (a
 list may hold itself), and their changes written back after a call."""
 
@@ -227,6 +231,12 @@ def _by_value(
         return ["p", kind.__name__, str(value)]
     if kind is bytes:
         return ["b", base64.b64encode(value).decode("ascii")]
+    if kind is bytearray:
+        return ["ba", base64.b64encode(value).decode("ascii")]
+    if value is NotImplemented or value is Ellipsis:
+        # Singletons: a comparison that returns NotImplemented says so to the other side,
+        # which goes on with Python's own protocol (the reflected method, then identity).
+        return ["ni" if value is NotImplemented else "el"]
     if kind is complex:
         return ["c", float.hex(value.real), float.hex(value.imag)]
     if kind is decimal.Decimal:
@@ -359,6 +369,10 @@ def _value(
         return path
     if tag == "b":
         return _same(base64.b64decode(data[1], validate=True))
+    if tag == "ba":
+        return bytearray(base64.b64decode(data[1], validate=True))
+    if tag in ("ni", "el") and len(data) == 1:
+        return NotImplemented if tag == "ni" else Ellipsis
     if tag == "c":
         return complex(float.fromhex(data[1]), float.fromhex(data[2]))
     if tag == "D":
