@@ -1215,7 +1215,8 @@ FAITHFUL_TESTS = textwrap.dedent(
             True,
             False,
         )
-        assert lib.signature(Client().get) == ("(key, default=<the oracle's default>)", False, False)
+        method = ("(key, default=<the oracle's default>)", False, False)
+        assert lib.signature(Client().get) == method
         assert lib.signature(lambda: (yield)) == ("()", False, True)
         # A class of the test's cannot cross: the product reads it as its name.
         assert lib.annotations(double) == {"x": int, "return": "Thing"}
