@@ -289,7 +289,7 @@ def _stub_code(shape: Any) -> types.CodeType | None:
         exec(
             compile(f"{head} {name}({', '.join(parts)}):\n    {body}\n", "<oracle>", "exec"), space
         )
-        code = space[name].__code__
+        code: types.CodeType = space[name].__code__
     except (KeyError, TypeError, ValueError, SyntaxError):
         return None
     if len(_STUB_CODES) < 4096:
