@@ -326,7 +326,7 @@ PROPS = textwrap.dedent(
         with pytest.raises(Mine):  # the oracle's own exception, raised on by the product
             shop.apply(mine, 1)
         assert shop.caught(lambda: int("x")) == "ValueError"
-        assert shop.caught(lambda: mine(1)) == "KeyError"
+        assert shop.caught(lambda: mine(1)) == "Mine"  # the test's class, mirrored there
         with pytest.raises(shop.PricingError) as info:
             shop.apply(shop.price, -3)
         assert info.value.code == -3
@@ -1065,6 +1065,19 @@ FAITHFUL = textwrap.dedent(
         )
 
 
+    def retrying(func, retry_on, times=3):  # tenacity's retry_if_exception_type, in short
+        for attempt in range(times):
+            try:
+                return func(attempt)
+            except retry_on:
+                continue
+        raise retry_on("gave up", times)
+
+
+    def classify(exc_type, error):
+        return [issubclass(exc_type, ValueError), isinstance(error, exc_type), exc_type]
+
+
     def annotations(func):
         return dict(func.__annotations__)
 
@@ -1235,6 +1248,31 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert lib.same(NotImplemented) is NotImplemented and lib.same(...) is ...
 
 
+    class Flaky(ValueError):  # an exception class of the test's, handed to the product
+        pass
+
+
+    class Flakier(Flaky):
+        def __init__(self, text, count=0):
+            super().__init__(text, count)
+            self.count = count
+
+
+    def test_exception_classes():
+        def attempt(n):
+            if n < 2:
+                raise Flakier("not yet", n)
+            return n
+
+        assert lib.retrying(attempt, Flaky) == 2
+        with pytest.raises(Flakier) as raised:  # raised by product code: the test's class
+            lib.retrying(attempt, Flakier, times=1)
+        assert raised.value.count == 1 and type(raised.value) is Flakier
+        assert lib.classify(Flaky, Flakier("x")) == [True, True, Flaky]
+        with pytest.raises(KeyError):  # what the product does not catch goes on
+            lib.retrying(lambda n: {}[n], Flaky)
+
+
     def test_submodule_shadowed():
         import sys
 
@@ -1309,6 +1347,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "submodule_shadowed",
         "decorators",
         "comparisons",
+        "exception_classes",
     )
     assert got == {
         "paths": ("pass", "", "isolated"),
@@ -1321,6 +1360,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         # annotations (a class of the test's by its name), never its code or globals.
         "decorators": ("pass", "", "isolated"),
         "comparisons": ("pass", "", "isolated"),
+        "exception_classes": ("pass", "", "isolated"),
         "subclass_alias": ("pass", "", "in-process: the property subclasses a product class"),
         # Each sandbox has a /tmp of its own: a path there names nothing in the other.
         "tmp_path": (

@@ -112,6 +112,8 @@ def _handle(obj: Any) -> int:
 def _class_of_exception(cls: type) -> list[Any]:
     """How an exception class crosses: the same built-in, a standard-library class by name,
     the product's own as a proxy description, or ``bad`` (never re-raised as itself)."""
+    if "_pw_oracle_class" in cls.__dict__:
+        return ["oxc", cls.__dict__["_pw_oracle_class"]]  # the test's class, mirrored here
     module = str(getattr(cls, "__module__", "") or "")
     if not issubclass(cls, Exception) or any(
         str(getattr(c, "__module__", "")).split(".")[0] in MACHINERY_TOPS for c in cls.__mro__
@@ -147,6 +149,8 @@ def _out(obj: Any) -> Any:
     this side's."""
     if type(obj) in ORACLE_CLASSES:
         return ["oh", object.__getattribute__(obj, "_pw_oid")]
+    if isinstance(obj, Exception) and type(vars(obj).get("_pw_oracle")) is int:
+        return ["oh", vars(obj)["_pw_oracle"]]  # one of the test's, mirrored here
     if isinstance(obj, type) and issubclass(obj, BaseException):
         described = _class_of_exception(obj)
         if described[0] != "bad":
@@ -182,6 +186,20 @@ def _in(tagged: list[Any]) -> Any:
         found = getattr(builtins, tagged[1], _in)
         if found is not _in:
             return found
+    if tag == "oxc" and len(tagged) == 5 and type(tagged[1]) is int:
+        return _exception_mirror(tagged)
+    if tag == "oxe" and len(tagged) == 4 and type(tagged[1]) is list and type(tagged[3]) is int:
+        found = ORACLE_PROXIES.get(tagged[3])
+        if found is None:
+            cls, args = _in(tagged[1]), decode(tagged[2], _in)
+            exception_class = isinstance(cls, type) and issubclass(cls, Exception)
+            if not exception_class or type(args) is not tuple:
+                raise WireError("a mirrored exception that is not one")
+            found = cls.__new__(cls, *args)
+            found.args = args
+            found.__dict__["_pw_oracle"] = tagged[3]
+            ORACLE_PROXIES[tagged[3]] = found
+        return found
     if tag == "bxi" and len(tagged) == 3 and type(tagged[1]) is str:
         cls = getattr(builtins, tagged[1], None)
         args = decode(tagged[2], _in)
@@ -363,6 +381,32 @@ def _oracle_object(number: int, operations: list[Any], shape: Any = None) -> Any
     return proxy
 
 
+def _exception_mirror(tagged: list[Any]) -> type:
+    """One of the test's exception classes, here: a class of that name on the same bases,
+    made once per oracle handle (sandbox/_inside/_proxy.py ``_exception_mirror``)."""
+    found = ORACLE_PROXIES.get(tagged[1])
+    if found is not None:
+        return found  # type: ignore[no-any-return]
+    name, qualname, listed = tagged[2], tagged[3], tagged[4]
+    if type(name) is not str or not name.isidentifier() or type(qualname) is not str:
+        raise WireError("a mirrored exception class without a name")
+    if type(listed) is not list or not listed or len(listed) > 8:
+        raise WireError("a mirrored exception class without bases")
+    found_bases = [_in(b) if type(b) is list and b else None for b in listed]
+    bases: tuple[type, ...] = tuple(
+        b for b in found_bases if isinstance(b, type) and issubclass(b, Exception)
+    )
+    if len(bases) != len(found_bases):
+        raise WireError("a mirrored exception class on a base that is no exception class")
+    namespace = {"__module__": "tests", "__qualname__": qualname, "_pw_oracle_class": tagged[1]}
+    try:
+        made = type(name, bases, namespace)
+    except TypeError:  # bases whose layouts conflict: the first one keeps the name
+        made = type(name, bases[:1], namespace)
+    ORACLE_PROXIES[tagged[1]] = made
+    return made
+
+
 def _oracle_exception(raised: Any) -> BaseException:
     """The exception to raise here for one an oracle callback raised: a product exception
     that went through the callback is itself again; a built-in type is the same built-in
@@ -375,6 +419,9 @@ def _oracle_exception(raised: Any) -> BaseException:
     if isinstance(own, BaseException):
         return own
     cls = getattr(builtins, str(raised.get("bx")), None)
+    mirror = raised.get("mirror")
+    if type(mirror) is list and len(mirror) == 5 and mirror[0] == "oxc" and type(mirror[1]) is int:
+        cls = _exception_mirror(mirror)
     if not (isinstance(cls, type) and issubclass(cls, Exception)):
         return OracleAbort(str(raised.get("abort", "the oracle's callback ended the call")))
     args: Any = (str(raised.get("str", "")),)

@@ -662,6 +662,11 @@ def _send(obj: Any) -> Any:
     kind = type(obj)
     if kind.__module__ == "builtins" and isinstance(obj, Exception):
         return ["bxi", kind.__name__, encode(obj.args, _send)]
+    if _test_exception_class(obj):
+        return _exception_mirror(obj)
+    if _test_exception_class(kind) and is_plain(obj.args):
+        # One of its instances: an instance of the mirror there, this one again when sent back.
+        return ["oxe", _exception_mirror(kind), encode(obj.args, _send), _give(obj)[1]]
     if isinstance(obj, _NOT_GIVEN):
         what = "class" if isinstance(obj, type) else kind.__name__
         label = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or ""
@@ -711,6 +716,43 @@ _CALLBACKS: dict[str, Any] = {
        for op in ("eq", "ne", "lt", "le", "gt", "ge")},
 }  # fmt: skip
 """Every operation the product may ask of an oracle object (and ``getattr``, checked)."""
+
+
+def _test_exception_class(obj: Any) -> bool:
+    """An exception class of the test's (``class CustomError(Exception)``), which crosses as
+    a mirror (``_exception_mirror``); never one of the test machinery's."""
+    return (
+        isinstance(obj, type)
+        and issubclass(obj, Exception)
+        and obj.__module__ != "builtins"
+        and "__pw_handle__" not in obj.__dict__
+        and not _machinery(obj)
+    )
+
+
+def _exception_mirror(cls: type) -> list[Any]:
+    """``["oxc", handle, name, qualname, bases]``: one of the test's exception classes as
+    the product gets it, a class made there once per handle with the same name on the same
+    bases (built-in ones by name, the product's own, the test's mirrored in turn; a
+    standard-library base as its nearest built-in), so ``retry_if_exception_type(MyError)``,
+    ``except MyError`` and ``raise MyError(...)`` work in product code. Only its name crosses:
+    no method or attribute of the test's class does; an instance raised in the product is an
+    instance of the test's real class here (``_exception``), and the mirror sent back is the
+    test's class again."""
+    bases: list[Any] = []
+    for base in cls.__bases__:
+        if _test_exception_class(base):
+            tagged = _exception_mirror(base)
+        elif "__pw_handle__" in base.__dict__:
+            tagged = ["h", base.__dict__["__pw_handle__"]]
+        elif issubclass(base, BaseException):
+            builtin = next(c for c in base.__mro__ if c.__module__ == "builtins")
+            tagged = ["bt", builtin.__name__]
+        else:
+            continue  # a mixin of the test's: its methods stay here
+        if tagged not in bases:
+            bases.append(tagged)
+    return ["oxc", _give(cls)[1], cls.__name__, cls.__qualname__, bases or [["bt", "Exception"]]]
 
 
 def _refused_class(cls: type) -> bool:
@@ -921,7 +963,10 @@ def _crossing(link: _Link, exc: BaseException) -> dict[str, Any]:
         except Exception:
             text = type(exc).__name__
         args = encode(exc.args, _send) if is_plain(exc.args) else None
-        return {"bx": base.__name__, "args": args, "str": text, "oracle": _give(exc)[1]}
+        crossing = {"bx": base.__name__, "args": args, "str": text, "oracle": _give(exc)[1]}
+        if _test_exception_class(type(exc)):
+            crossing["mirror"] = _exception_mirror(type(exc))  # raised there as a MyError
+        return crossing
     if link.pending is None:
         link.pending = exc
     return {"abort": type(exc).__name__}
@@ -939,6 +984,10 @@ def _receive(tagged: list[Any]) -> Any:
         return _handle(tagged[1], str(tagged[2])[:200], bool(tagged[3]), kind)
     if tag == "oh" and len(tagged) == 2 and type(tagged[1]) is int and tagged[1] in _GIVEN:
         return _GIVEN[tagged[1]]
+    if tag == "oxc" and len(tagged) == 2 and type(tagged[1]) is int:
+        own = _GIVEN.get(tagged[1])
+        if _test_exception_class(own):
+            return own  # the test's exception class, back from its mirror
     if tag == "bt" and len(tagged) == 2 and type(tagged[1]) is str:
         found = getattr(builtins, tagged[1], None)
         if isinstance(found, type):  # a built-in class by its name, never a function
@@ -980,6 +1029,10 @@ def _exception_class(desc: list[Any]) -> type[BaseException] | None:
             str(desc[2]).rsplit(".", 1)[-1],
             [["bx", "Exception"]],
         ]
+    if desc[0] == "oxc" and len(desc) == 2 and type(desc[1]) is int:
+        # A mirror of one of the test's exception classes: the test's class itself.
+        own = _GIVEN.get(desc[1])
+        return own if isinstance(own, type) and issubclass(own, Exception) else None
     if desc[0] != "xc" or type(desc[1]) is not int:
         return None
     if desc[1] in _EXCEPTION_CLASSES:
@@ -1064,7 +1117,8 @@ def _exception(raised: Any) -> BaseException:
     if type(args) is not tuple:
         args = (text,)
     try:
-        exc = cls(*args) if cls.__module__ == "builtins" else cls.__new__(cls, *args)
+        mirrored = cls.__module__ != "builtins" and "__pw_handle__" not in cls.__dict__
+        exc = cls(*args) if cls.__module__ == "builtins" or mirrored else cls.__new__(cls, *args)
     except Exception:
         exc = cls.__new__(cls, *args)
     exc.args = args
