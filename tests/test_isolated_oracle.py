@@ -1078,6 +1078,12 @@ FAITHFUL = textwrap.dedent(
         return [issubclass(exc_type, ValueError), isinstance(error, exc_type), exc_type]
 
 
+    def small_numbers():  # a Hypothesis strategy the product builds (hyperlink's)
+        from hypothesis import strategies
+
+        return strategies.integers(0, 9)
+
+
     def annotations(func):
         return dict(func.__annotations__)
 
@@ -1096,6 +1102,7 @@ FAITHFUL_TESTS = textwrap.dedent(
     from typing import TypeVar, get_args, get_origin
 
     import pytest
+    from hypothesis import given
 
     import lib
     from lib import KT, VT, Base
@@ -1273,6 +1280,11 @@ FAITHFUL_TESTS = textwrap.dedent(
             lib.retrying(lambda n: {}[n], Flaky)
 
 
+    @given(lib.small_numbers())
+    def test_product_strategy(n):  # the product's strategy is not one here: in-process
+        assert 0 <= n <= 9
+
+
     def test_submodule_shadowed():
         import sys
 
@@ -1348,6 +1360,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "decorators",
         "comparisons",
         "exception_classes",
+        "product_strategy",
     )
     assert got == {
         "paths": ("pass", "", "isolated"),
@@ -1361,6 +1374,12 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "decorators": ("pass", "", "isolated"),
         "comparisons": ("pass", "", "isolated"),
         "exception_classes": ("pass", "", "isolated"),
+        "product_strategy": (
+            "pass",
+            "",
+            "in-process: a product object stood where the oracle's code needs its type: "
+            "Expected a SearchStrategy but got n=integers(min_value=0, max_value=9) (type=Handle)",
+        ),
         "subclass_alias": ("pass", "", "in-process: the property subclasses a product class"),
         # Each sandbox has a /tmp of its own: a path there names nothing in the other.
         "tmp_path": (
