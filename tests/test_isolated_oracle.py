@@ -1078,6 +1078,10 @@ FAITHFUL = textwrap.dedent(
         return [issubclass(exc_type, ValueError), isinstance(error, exc_type), exc_type]
 
 
+    def make(cls, *args):  # croniter's ret_type=datetime
+        return [cls(*args), cls is type(None), cls.__name__]
+
+
     def small_numbers():  # a Hypothesis strategy the product builds (hyperlink's)
         from hypothesis import strategies
 
@@ -1280,6 +1284,16 @@ FAITHFUL_TESTS = textwrap.dedent(
             lib.retrying(lambda n: {}[n], Flaky)
 
 
+    def test_standard_classes():
+        import collections
+        import datetime
+
+        assert lib.make(datetime.date, 2020, 1, 2) == [datetime.date(2020, 1, 2), False, "date"]
+        assert lib.make(type(None)) == [None, True, "NoneType"]
+        assert lib.make(collections.Counter, "aab")[0]["a"] == 2
+        assert lib.same(datetime.datetime) is datetime.datetime
+
+
     @given(lib.small_numbers())
     def test_product_strategy(n):  # the product's strategy is not one here: in-process
         assert 0 <= n <= 9
@@ -1361,6 +1375,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "comparisons",
         "exception_classes",
         "product_strategy",
+        "standard_classes",
     )
     assert got == {
         "paths": ("pass", "", "isolated"),
@@ -1374,6 +1389,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "decorators": ("pass", "", "isolated"),
         "comparisons": ("pass", "", "isolated"),
         "exception_classes": ("pass", "", "isolated"),
+        "standard_classes": ("pass", "", "isolated"),
         "product_strategy": (
             "pass",
             "",

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
         loads,
         rebuild,
         rebuilt_parts,
+        standard_class_name,
     )
 
 MACHINERY_TOPS = frozenset(
@@ -163,7 +164,11 @@ def _out(obj: Any) -> Any:
     name = getattr(obj, "__name__", None) if isinstance(obj, type) else None
     if type(name) is str and getattr(builtins, name, None) is obj:
         return ["bt", name]  # int, str, list: the oracle's own (a class, never code)
-    return ["h", _handle(obj), type(obj).__qualname__, callable(obj), _kind(obj)]
+    handle = ["h", _handle(obj), type(obj).__qualname__, callable(obj), _kind(obj)]
+    named = standard_class_name(obj) if isinstance(obj, type) else None
+    if named is not None:
+        return ["sc", *named, handle]  # datetime: the oracle's own when it has it loaded
+    return handle
 
 
 def _in(tagged: list[Any]) -> Any:
@@ -188,6 +193,8 @@ def _in(tagged: list[Any]) -> Any:
             return found
     if tag == "oxc" and len(tagged) == 5 and type(tagged[1]) is int:
         return _exception_mirror(tagged)
+    if tag == "sc" and len(tagged) == 3 and type(tagged[1]) is str and type(tagged[2]) is str:
+        return _standard_class(tagged[1], tagged[2])
     if tag == "oxe" and len(tagged) == 4 and type(tagged[1]) is list and type(tagged[3]) is int:
         found = ORACLE_PROXIES.get(tagged[3])
         if found is None:
@@ -379,6 +386,22 @@ def _oracle_object(number: int, operations: list[Any], shape: Any = None) -> Any
     object.__setattr__(proxy, "_pw_shape", {**shape, "code": code} if code else None)
     ORACLE_PROXIES[number] = proxy
     return proxy
+
+
+def _standard_class(module: str, qualname: str) -> type:
+    """A class of the standard library the oracle named (``datetime.datetime``): this
+    interpreter's own, the module imported here if it was not yet."""
+    if module.split(".")[0] not in sys.stdlib_module_names:
+        raise WireError("a class by name that is not the standard library's")
+    try:
+        found: Any = sys.modules.get(module) or importlib.import_module(module)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError):
+        raise WireError(f"no class {module}.{qualname[:80]} here") from None
+    if not isinstance(found, type):
+        raise WireError("a class by name that is not a class")
+    return found
 
 
 def _exception_mirror(tagged: list[Any]) -> type:

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
         loads,
         rebuild,
         rebuilt_parts,
+        standard_class_name,
     )
 
 FROM_PRODUCT = "__pw_from_product__"
@@ -664,6 +665,9 @@ def _send(obj: Any) -> Any:
         return ["bxi", kind.__name__, encode(obj.args, _send)]
     if _test_exception_class(obj):
         return _exception_mirror(obj)
+    named = standard_class_name(obj)
+    if named is not None:
+        return ["sc", *named]  # resolved there (the product's _standard_class)
     if _test_exception_class(kind) and is_plain(obj.args):
         # One of its instances: an instance of the mirror there, this one again when sent back.
         return ["oxe", _exception_mirror(kind), encode(obj.args, _send), _give(obj)[1]]
@@ -984,6 +988,17 @@ def _receive(tagged: list[Any]) -> Any:
         return _handle(tagged[1], str(tagged[2])[:200], bool(tagged[3]), kind)
     if tag == "oh" and len(tagged) == 2 and type(tagged[1]) is int and tagged[1] in _GIVEN:
         return _GIVEN[tagged[1]]
+    if tag == "sc" and len(tagged) == 4 and type(tagged[1]) is str and type(tagged[2]) is str:
+        # A standard-library class the product named: this one when its module is loaded
+        # here (never imported on the product's word), else the product's handle.
+        standard = tagged[1].split(".")[0] in sys.stdlib_module_names
+        found: Any = sys.modules.get(tagged[1]) if standard else None
+        for part in tagged[2].split("."):
+            found = getattr(found, part, None)
+        if isinstance(found, type) and standard_class_name(found) == (tagged[1], tagged[2]):
+            return found
+        if type(tagged[3]) is list and tagged[3][:1] == ["h"]:
+            return _receive(tagged[3])
     if tag == "oxc" and len(tagged) == 2 and type(tagged[1]) is int:
         own = _GIVEN.get(tagged[1])
         if _test_exception_class(own):

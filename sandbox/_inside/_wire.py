@@ -35,6 +35,8 @@ import decimal
 import fractions
 import json
 import pathlib
+import sys
+import types
 import typing
 from collections.abc import Callable
 from typing import Any
@@ -394,6 +396,27 @@ def _value(
             year, month, day, hour, minute, second, micro, tzinfo=_zone(data[7]), fold=fold
         )
     return _UNKNOWN
+
+
+def standard_class_name(obj: Any) -> tuple[str, str] | None:
+    """``(module, qualname)`` of a class of the standard library (``datetime.datetime``,
+    ``collections.OrderedDict``, ``types.NoneType``), which the other side resolves in its
+    own interpreter: the same class there, so ``croniter(..., ret_type=datetime)`` works and
+    a product that returns ``datetime`` gives the oracle's own. None: not one (a class of
+    the test's, the product's, a third party's)."""
+    if not isinstance(obj, type) or "__pw_handle__" in obj.__dict__:
+        return None  # one of the product's classes, as the oracle has it
+    module, qualname = str(obj.__module__), str(obj.__qualname__)
+    if module == "builtins":
+        # A built-in type without a name in builtins (NoneType, function): types names it.
+        name = next((k for k, v in vars(types).items() if v is obj and k[:1] != "_"), None)
+        return ("types", name) if name is not None else None
+    if module.split(".")[0] not in sys.stdlib_module_names or "<" in qualname:
+        return None
+    found: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    return (module, qualname) if found is obj else None
 
 
 def typevar_parts(var: Any, other: Callable[[object], Any]) -> list[Any]:
