@@ -1082,6 +1082,10 @@ FAITHFUL = textwrap.dedent(
         return [cls(*args), cls is type(None), cls.__name__]
 
 
+    async def later(value):  # a coroutine of the product's
+        return value
+
+
     def small_numbers():  # a Hypothesis strategy the product builds (hyperlink's)
         from hypothesis import strategies
 
@@ -1294,6 +1298,15 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert lib.same(datetime.datetime) is datetime.datetime
 
 
+    def test_product_coroutine():  # awaited here it is a handle: in-process, named
+        import asyncio
+
+        async def main():
+            return await lib.later(3)
+
+        assert asyncio.run(main()) == 3
+
+
     @given(lib.small_numbers())
     def test_product_strategy(n):  # the product's strategy is not one here: in-process
         assert 0 <= n <= 9
@@ -1376,6 +1389,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "exception_classes",
         "product_strategy",
         "standard_classes",
+        "product_coroutine",
     )
     assert got == {
         "paths": ("pass", "", "isolated"),
@@ -1390,6 +1404,12 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "comparisons": ("pass", "", "isolated"),
         "exception_classes": ("pass", "", "isolated"),
         "standard_classes": ("pass", "", "isolated"),
+        "product_coroutine": (
+            "pass",
+            "",
+            "in-process: a product object stood where the oracle's code needs its type: "
+            "object Handle can't be used in 'await' expression",
+        ),
         "product_strategy": (
             "pass",
             "",

@@ -118,9 +118,13 @@ class ProductError(ProductFailure):
     only, or an exception of the test machinery (an example failure, never a skip)."""
 
 
-PROXY_TYPES = ("'Handle'", "Handle object", "not Handle", "OracleObject", "'ProxyModule'")
+PROXY_TYPES = (
+    "'Handle'", "Handle object", "not Handle", "OracleObject", "'ProxyModule'",
+    "object Handle can't", "got Handle",
+)  # fmt: skip
 """How the proxies' types show in a ``TypeError``'s text: C code of either side met a proxy
-where it needs the real object."""
+where it needs the real object (``await <handle>``: "object Handle can't be used in 'await'
+expression"; ``async for``: "requires an object with __aiter__ method, got Handle")."""
 
 
 def _refuse(why: str) -> IsolationRefused:
