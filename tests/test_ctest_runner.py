@@ -249,6 +249,46 @@ def test_a_freeze_record_names_a_ctest_test(
     ]
 
 
+@pytest.mark.parametrize(
+    ("test_id", "step", "reason"),
+    [
+        # A test that passes both times is no flake: rejected after its two ctest runs.
+        (
+            "no_backslash",
+            2,
+            "disagreement: both runs passed (exit codes 0, 0): no flake",
+        ),
+        (
+            "no_such_test",
+            2,
+            "disagreement: ctest ran no test named no_such_test (a selection error)",
+        ),
+    ],
+)
+def test_freeze_propose_runs_the_ctest_test_twice(
+    paths_repo: Path,
+    tmp_path: Path,
+    configs: tuple[ScorerConfig, SandboxConfig],
+    test_id: str,
+    step: int,
+    reason: str,
+) -> None:
+    from patchwarden.scorer.layers._freeze_propose import propose_freeze
+
+    proposal = propose_freeze(
+        paths_repo,
+        test_id,
+        "tests/fixtures/cases.txt",
+        "tests/fixture_cases.cpp",
+        *configs,
+        head="patch-fix",
+        out_root=tmp_path,
+    )
+    assert (proposal.status, proposal.step, proposal.reason) == ("rejected", step, reason)
+    assert proposal.steps[0].startswith("step 1 fixture: tests/fixtures/cases.txt copied to ")
+    assert not (tmp_path / ".freeze").exists() or not any((tmp_path / ".freeze").rglob("*.txt"))
+
+
 def test_contract_check_says_what_it_runs_and_the_trust_level(
     paths_repo: Path, configs: tuple[ScorerConfig, SandboxConfig]
 ) -> None:

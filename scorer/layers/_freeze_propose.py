@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -42,7 +42,9 @@ from patchwarden.sandbox import (
     changed_paths,
     file_at,
     first_parent,
+    prepare_writable_tree,
     resolve_commit,
+    run_agent_ctest,
 )
 
 from .._checkout import (
@@ -128,6 +130,46 @@ class _Context:
     def seeds(self) -> list[int]:
         return list(self.contract.seeds) if self.contract else [0]
 
+    @property
+    def runner(self) -> str:
+        return self.contract.runner if self.contract else "pytest"
+
+
+def _run_once(
+    ctx: _Context,
+    clone: Any,
+    sha: str,
+    tests: list[str],
+    seed: int,
+    prepare: Callable[[Path], None] | None,
+) -> AgentRun:
+    """One sandboxed run of ``tests`` on a fresh checkout of ``sha``, by the contract's
+    runner (docs/design/runners.md): pytest node ids, or ctest test names built with CMake
+    (its build cached by content) and run with the seed in the contract's ``seed_env``."""
+    if ctx.runner != "ctest" or ctx.contract is None:
+        return run_pytest_once(
+            clone,
+            sha,
+            tests,
+            seed,
+            ctx.config,
+            ctx.sandbox_config,
+            contract_paths=ctx.contract_paths,
+            prepare=prepare,
+        )
+    with clean_checkout(clone, sha, ctx.config) as tree:
+        if prepare is not None:
+            prepare(tree)
+        prepare_writable_tree(tree, ctx.sandbox_config)
+        return run_agent_ctest(
+            tree,
+            seed,
+            ctx.sandbox_config,
+            seed_env=ctx.contract.seed_env,
+            tests=tests,
+            limits=ctx.config.run_limits,
+        )
+
 
 def _relative_path(value: str, what: str) -> str:
     if tree_path_problem(value):
@@ -203,16 +245,13 @@ def _step2_runs(ctx: _Context, copy: Path, digest: str) -> list[RunEvidence]:
     runs: list[RunEvidence] = []
     with _restoring_parent(ctx) as restore:
         for _ in range(2):
-            agent_run = run_pytest_once(
-                clone,
-                ctx.head,
-                [ctx.test_id],
-                ctx.seeds[0],
-                ctx.config,
-                ctx.sandbox_config,
-                contract_paths=ctx.contract_paths,
-                prepare=restore,
-            )
+            agent_run = _run_once(ctx, clone, ctx.head, [ctx.test_id], ctx.seeds[0], restore)
+            if ctx.runner == "ctest" and not any(
+                o.node_id == ctx.test_id for o in agent_run.outcomes
+            ):
+                raise _Rejected(
+                    2, f"disagreement: ctest ran no test named {ctx.test_id} (a selection error)"
+                )
             runs.append(_evidence(agent_run))
     for number, evidence in enumerate(runs, start=1):
         if evidence.exit_code == SELECTION_ERROR_EXIT:
@@ -260,17 +299,11 @@ def _step4_property(ctx: _Context, copy: Path) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(frozen)
 
+    # pytest runs the property file; ctest, the contract's tests that the fixture covers
+    # (its manifest's ``covers``; all the contract's properties when it names none).
+    checks = [ctx.oracle] if ctx.runner != "ctest" else _ctest_checks(ctx)
     for seed in ctx.seeds:
-        run = run_pytest_once(
-            clone,
-            ctx.parent,
-            [ctx.oracle],
-            seed,
-            ctx.config,
-            ctx.sandbox_config,
-            contract_paths=ctx.contract_paths,
-            prepare=put_fixture,
-        )
+        run = _run_once(ctx, clone, ctx.parent, checks, seed, put_fixture)
         failing = [o.node_id for o in run.outcomes if o.outcome in ("failed", "error")]
         passed = [o for o in run.outcomes if o.outcome == "passed"]
         code = run.process.exit_code
@@ -281,7 +314,23 @@ def _step4_property(ctx: _Context, copy: Path) -> None:
                 f"oracle_path: {ctx.oracle} fails on HEAD^ against the frozen fixture "
                 f"(seed {seed}: {detail})",
             )
-    ctx.say(f"step 4 property: {ctx.oracle} holds on HEAD^ with the frozen fixture")
+    what = ctx.oracle if ctx.runner != "ctest" else f"{ctx.oracle} (ctest {', '.join(checks)})"
+    ctx.say(f"step 4 property: {what} holds on HEAD^ with the frozen fixture")
+
+
+def _ctest_checks(ctx: _Context) -> list[str]:
+    """The ctest tests that check the fixture on a ctest contract: the properties its
+    manifest entry covers, else every property of the contract."""
+    assert ctx.contract is not None and ctx.parent is not None
+    manifest = _manifest_at(ctx.repo, ctx.parent, ctx.contract)
+    covers = {
+        prop
+        for entry in (manifest.fixtures if manifest else [])
+        if entry.fixture == ctx.fixture
+        for prop in entry.covers
+    }
+    chosen = [p.test for p in ctx.contract.properties if not covers or p.id in covers]
+    return chosen or [p.test for p in ctx.contract.properties]
 
 
 def _step5_record(ctx: _Context, record: FreezeRecord) -> Path:

@@ -67,7 +67,11 @@ FREEZE_STEPS = 5
 
 @freeze_group.command("propose")
 @repo_option
-@click.option("--test-id", required=True, help="The pytest node id to freeze.")
+@click.option(
+    "--test-id",
+    required=True,
+    help="The test to freeze: a pytest node id, or a ctest test name on a ctest contract.",
+)
 @click.option("--fixture", required=True, help="The fixture, a path in the repository.")
 @click.option("--oracle", required=True, help="The property file that checks it.")
 @click.option("--contract", help=f"Contract path (default: {DEFAULT_CONTRACT_PATH} if any).")
