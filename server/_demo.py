@@ -165,6 +165,10 @@ async def run_demo(workdir: Path | None, example: str = DEFAULT_EXAMPLE) -> bool
         )
         run = _structured(await client.call_tool("run_tests", {}), "run_tests")
         _say(f"run_tests on the base: {run['counts']} in {run['duration_s']:.1f}s")
+        failing = [t for t in run["tests"] if t["outcome"] in ("failed", "error")]
+        if failing:
+            first = (failing[0]["failure_text"].strip().splitlines() or [""])[0]
+            _say(f"  first failure: {failing[0]['node_id']}: {first[:160]}")
         _say("submit_patch:")
         for patch in DEMO_PATCHES:
             for path, content in base_files.items():
