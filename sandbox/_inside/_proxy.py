@@ -866,13 +866,14 @@ def _described(obj: Any, name: str) -> Any:
 def _new_marker(obj: Any, name: str) -> bool:
     """A dunder name a decorator of the product's may set on a test's function
     (``__override__``, ``__final__``): one the function's type does not define (never
-    ``__code__``, ``__dict__``, ``__wrapped__`` or any other the oracle reads), so it lands
-    in the function's own attributes and changes nothing the oracle runs."""
+    ``__code__``, ``__dict__``, ``__wrapped__`` or any other the oracle reads, nor one the
+    test machinery reads, ``__pytest_wrapped__``), so it lands in the function's own
+    attributes and changes nothing the oracle runs."""
     return (
         type(obj) is types.FunctionType
         and name[:2] == name[-2:] == "__"
         and len(name) > 4
-        and not name.startswith("__pw")
+        and not any(word in name for word in ("pw", "pytest", "hypothesis"))
         and name not in _INTERNALS
         and name not in _FUNCTION_INTERNALS
         and name not in _DESCRIBED
