@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import os
 import re
 import shlex
@@ -290,6 +291,26 @@ class SplitAddopts:
     profile: str | None
 
 
+@functools.cache
+def pytest_takes_value() -> dict[str, bool]:
+    """Per option name of pytest's own (its built-in plugins': ``--doctest-report``,
+    ``--import-mode``, ``-W``), whether it takes a value: read from pytest's own parser,
+    so an option kept from ``addopts`` keeps its value (``--doctest-report ndiff``) whatever
+    the tables above name."""
+    from _pytest.config import get_config
+
+    parser = get_config()._parser
+    flags = {"store_true", "store_false", "count", "store_const", "append_const", "help"}
+    found: dict[str, bool] = {}
+    for group in [parser._anonymous, *parser._groups]:
+        for option in group.options:
+            attrs = option.attrs()
+            takes = attrs.get("nargs") != 0 and attrs.get("action") not in flags
+            for name in option.names():
+                found[name] = takes
+    return found
+
+
 def split_addopts(tokens: Sequence[str]) -> SplitAddopts:
     """``addopts`` sorted into what every run keeps, what selects tests, and what is dropped
     (each with its family's reason)."""
@@ -311,7 +332,11 @@ def split_addopts(tokens: Sequence[str]) -> SplitAddopts:
             (f for f in DROPPED for o in f.options if o.endswith("-") and name.startswith(o)),
             None,
         )
-        takes = name in SELECTION_OPTIONS or name in VALUED_KEPT
+        takes = (
+            name in SELECTION_OPTIONS
+            or name in VALUED_KEPT
+            or pytest_takes_value().get(name, False)
+        )
         optional = False
         if family is not None:
             takes = name in family.valued

@@ -152,6 +152,18 @@ def test_addopts_keep_what_decides_outcomes_and_name_what_is_dropped() -> None:
     assert split.disabled == ("randomly",) and split.profile == "ci"
 
 
+def test_an_option_of_pytests_own_keeps_its_value() -> None:
+    # semver's addopts: "--doctest-report ndiff" lost its value to the default selection
+    # (dropped in scorer runs), and every run ended in a usage error, every property missing.
+    split = split_addopts(
+        ["--doctest-glob", "*.rst", "--doctest-modules", "--doctest-report", "ndiff", "src"]
+    )
+    assert split.kept == (
+        "--doctest-glob", "*.rst", "--doctest-modules", "--doctest-report", "ndiff",
+    )  # fmt: skip
+    assert split.selection == ("src",)
+
+
 def test_the_config_file_pytest_would_use_is_read_with_the_layout(tmp_path: Path) -> None:
     write_files(
         tmp_path,
