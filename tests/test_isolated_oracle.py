@@ -1302,6 +1302,11 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert lib.make(type(None)) == [None, True, "NoneType"]
         assert lib.make(collections.Counter, "aab")[0]["a"] == 2
         assert lib.same(datetime.datetime) is datetime.datetime
+        # A class that runs something when called stays the product's on its way back.
+        import subprocess
+
+        assert lib.same(subprocess.Popen) is not subprocess.Popen
+        assert lib.make(collections.OrderedDict)[2] == "OrderedDict"
 
 
     def test_product_coroutine():  # awaited here it is a handle: in-process, named

@@ -726,6 +726,14 @@ _CALLBACKS: dict[str, Any] = {
 """Every operation the product may ask of an oracle object (and ``getattr``, checked)."""
 
 
+_VALUE_MODULES = frozenset(
+    {"datetime", "decimal", "fractions", "collections", "collections.abc", "enum", "numbers",
+     "pathlib", "types", "uuid", "ipaddress", "typing", "zoneinfo"}
+)  # fmt: skip
+"""Where a standard-library class the product names may be the oracle's own: modules of
+value types, whose classes a test may call without running anything on the product's word."""
+
+
 def _test_exception_class(obj: Any) -> bool:
     """An exception class of the test's (``class CustomError(Exception)``), which crosses as
     a mirror (``_exception_mirror``); never one of the test machinery's."""
@@ -995,8 +1003,10 @@ def _receive(tagged: list[Any]) -> Any:
         return _GIVEN[tagged[1]]
     if tag == "sc" and len(tagged) == 4 and type(tagged[1]) is str and type(tagged[2]) is str:
         # A standard-library class the product named: this one when its module is loaded
-        # here (never imported on the product's word), else the product's handle.
-        standard = tagged[1].split(".")[0] in sys.stdlib_module_names
+        # here (never imported on the product's word) and holds values (a class the test
+        # then calls runs here: never subprocess.Popen on the product's word), else the
+        # product's handle.
+        standard = tagged[1] in _VALUE_MODULES
         found: Any = sys.modules.get(tagged[1]) if standard else None
         for part in tagged[2].split("."):
             found = getattr(found, part, None)
