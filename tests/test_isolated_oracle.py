@@ -1323,6 +1323,22 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert 0 <= n <= 9
 
 
+    def test_doctest_runner():  # doctest clears and restores the trace function
+        import doctest
+
+        def twice(x):
+            '''
+            >>> twice(2)
+            4
+            '''
+            return 2 * x
+
+        runner = doctest.DocTestRunner()
+        for test in doctest.DocTestFinder().find(twice, "twice", globs={"twice": twice}):
+            runner.run(test)
+        assert (runner.failures, runner.tries) == (0, 1)
+
+
     def test_submodule_shadowed():
         import sys
 
@@ -1401,6 +1417,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "product_strategy",
         "standard_classes",
         "product_coroutine",
+        "doctest_runner",
     )
     assert got == {
         "paths": ("pass", "", "isolated"),
@@ -1415,6 +1432,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "comparisons": ("pass", "", "isolated"),
         "exception_classes": ("pass", "", "isolated"),
         "standard_classes": ("pass", "", "isolated"),
+        "doctest_runner": ("pass", "", "isolated"),
         "product_coroutine": (
             "pass",
             "",

@@ -144,6 +144,18 @@ def _arm(channel_fd, signer_ident, signer_code, interpreter_dirs):
         audit("patchwarden.create_builtin", spec, made)
         return made[0]
 
+    # doctest's DocTestRunner.run clears the trace function and restores it (sys.settrace
+    # twice, None both times when nothing traces): a no-op then, answered here without the
+    # event; any other call goes on to the original, which the hook refuses as before.
+    original_settrace, original_gettrace = sys.settrace, sys.gettrace
+
+    def guarded_settrace(function, /):
+        if function is None and original_gettrace() is None:
+            return
+        original_settrace(function)
+
+    sys.settrace = guarded_settrace
+
     guard_codes = ids(code_id(guarded_signal), code_id(guarded_create_builtin))
     # Primitives that reach another thread's frames or the process's memory: only the
     # named callers may use them (an empty set: nobody once the tree is importable).
