@@ -912,6 +912,7 @@ FAITHFUL = textwrap.dedent(
     """
     from __future__ import annotations  # annotations are text, evaluated where they live
 
+    import collections
     import dataclasses
     import os
     import pathlib
@@ -1047,6 +1048,31 @@ FAITHFUL = textwrap.dedent(
 
     def encoded(n):
         return bytearray([n, n + 1])
+
+
+    def fresh(coll):  # funcy's empty(): a new collection of the argument's own kind
+        import collections
+
+        if isinstance(coll, collections.defaultdict):
+            return collections.defaultdict(coll.default_factory)
+        if isinstance(coll, collections.deque):
+            return collections.deque(maxlen=coll.maxlen)
+        return coll.__class__()
+
+
+    def tally(counts, words):  # fills the caller's mapping in place
+        for word in words:
+            counts[word] += 1
+        return isinstance(counts, dict)
+
+
+    def lookup(mapping, key):
+        return mapping[key]
+
+
+    def push(queue, *items):
+        queue.extend(items)
+        return isinstance(queue, collections.deque)
 
 
     def fill(buffer):
@@ -1309,6 +1335,30 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert lib.make(collections.OrderedDict)[2] == "OrderedDict"
 
 
+    def test_collections():
+        # The standard library's containers cross as themselves (never a handle that
+        # isinstance(x, dict) refuses), with their factory and maxlen; the product's
+        # changes to them are written back, a factory of the test's called back.
+        import collections
+
+        dd = collections.defaultdict(list, a=[1])
+        made = lib.fresh(dd)
+        assert type(made) is collections.defaultdict and made.default_factory is list
+        assert made == {} and dd == {"a": [1]}
+        od = collections.OrderedDict(b=1, a=2)
+        assert type(lib.fresh(od)) is collections.OrderedDict and lib.same(od) is od
+        counts = collections.Counter()
+        assert lib.tally(counts, "abca") and counts == {"a": 2, "b": 1, "c": 1}
+        assert type(counts) is collections.Counter and counts.most_common(1) == [("a", 2)]
+        seen = collections.defaultdict(int)
+        assert lib.tally(seen, "aa") and seen == {"a": 2} and seen.default_factory is int
+        queue = collections.deque([1, 2], maxlen=3)
+        assert lib.fresh(queue).maxlen == 3 and type(lib.fresh(queue)) is collections.deque
+        assert lib.push(queue, 3, 4) and list(queue) == [2, 3, 4]
+        lazy = collections.defaultdict(lambda: "made here")
+        assert lib.lookup(lazy, "k") == "made here" and lazy == {"k": "made here"}
+
+
     def test_product_coroutine():  # awaited here it is a handle: in-process, named
         import asyncio
 
@@ -1418,6 +1468,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "standard_classes",
         "product_coroutine",
         "doctest_runner",
+        "collections",
     )
     assert got == {
         "paths": ("pass", "", "isolated"),
@@ -1433,6 +1484,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "exception_classes": ("pass", "", "isolated"),
         "standard_classes": ("pass", "", "isolated"),
         "doctest_runner": ("pass", "", "isolated"),
+        "collections": ("pass", "", "isolated"),
         "product_coroutine": (
             "pass",
             "",

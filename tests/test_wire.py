@@ -13,7 +13,7 @@ import json
 import math
 import pathlib
 import typing
-from collections import OrderedDict
+from collections import Counter, OrderedDict, defaultdict, deque
 from typing import Any
 
 import pytest
@@ -67,6 +67,10 @@ def same(a: object, b: object) -> bool:
         return same(a.real, b.real) and same(a.imag, b.imag)  # type: ignore[attr-defined]
     if isinstance(a, list | tuple):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))  # type: ignore[arg-type]
+    if isinstance(a, defaultdict) and a.default_factory is not b.default_factory:  # type: ignore[attr-defined]
+        return False
+    if isinstance(a, deque) and (a.maxlen != b.maxlen or not same(list(a), list(b))):  # type: ignore[attr-defined, call-overload]
+        return False
     if isinstance(a, dict):
         return list(a) == list(b) and all(same(a[k], b[k]) for k in a)  # type: ignore[index]
     if isinstance(a, datetime.datetime | datetime.time):
@@ -115,6 +119,10 @@ plain = st.recursive(
         st.dictionaries(hashable, inner, max_size=4),
         st.sets(hashable, max_size=4),
         st.frozensets(hashable, max_size=4),
+        st.dictionaries(hashable, inner, max_size=4).map(OrderedDict),
+        st.dictionaries(hashable, st.integers(), max_size=4).map(Counter),
+        st.dictionaries(hashable, inner, max_size=4).map(lambda d: defaultdict(None, d)),
+        st.builds(deque, st.lists(inner, max_size=4), st.none() | st.integers(0, 5)),
     ),
     max_leaves=20,
 )
@@ -138,10 +146,21 @@ class Counts(dict):  # type: ignore[type-arg]
     pass
 
 
+class Ordered(OrderedDict):  # type: ignore[type-arg]
+    pass
+
+
 @pytest.mark.parametrize(
     "value",
-    [Money("1.5"), Name("x"), Counts(a=1), OrderedDict(a=1), True.__class__.__mro__, object()],
-    ids=["Decimal subclass", "str subclass", "dict subclass", "OrderedDict", "types", "object"],
+    [Money("1.5"), Name("x"), Counts(a=1), Ordered(a=1), True.__class__.__mro__, object()],
+    ids=[
+        "Decimal subclass",
+        "str subclass",
+        "dict subclass",
+        "OrderedDict subclass",
+        "types",
+        "object",
+    ],
 )
 def test_a_subclass_of_a_plain_type_is_not_plain(value: object) -> None:
     assert not is_plain(value)
@@ -162,6 +181,36 @@ def test_a_non_plain_element_becomes_the_other_sides_tag() -> None:
         [1, ["h", 1], ["d", [["k", ["h", 2]]]]],
     ]
     assert handles == [thing, Name("n")]
+
+
+def test_a_defaultdicts_factory_is_the_other_sides_tag_and_comes_back_as_itself() -> None:
+    # The factory (a class, a function) never crosses by value: the resolver's tag, first,
+    # so the receiver's defaultdict has the sender's factory (or its handle) as its own.
+    def as_handle(obj: object) -> list[Any]:
+        return ["h", 7]
+
+    made = defaultdict(list, {"a": [1]})
+    data = encode(made, as_handle)
+    assert data == ["dd", ["h", 7], [["a", ["l", [1]]]]]
+    back = decode(data, lambda tagged: list)
+    assert type(back) is defaultdict and back.default_factory is list and back == made
+    assert not is_plain(made) and is_plain(defaultdict(None, {"a": 1}))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        ["dq", [], -1],  # a maxlen that is none
+        ["dq", []],
+        ["dd", [], []],  # a factory that is not callable
+        ["dd", [["a", 1]]],
+        ["od", [["a", 1]], 5],
+        ["ct", [[["l", []], 1]]],  # an unhashable key
+    ],
+)
+def test_a_bad_collections_value_is_refused(data: object) -> None:
+    with pytest.raises(WireError):
+        decode(data, unknown)
 
 
 def test_a_fixed_offset_zone_is_plain_and_any_other_is_not() -> None:

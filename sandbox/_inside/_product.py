@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from ._paths import tree_paths
     from ._probes import arm_probes, probes_intact
     from ._wire import (
+        MAPPINGS,
+        MUTABLE,
         REBUILT_TYPES,
         Memo,
         WireError,
@@ -346,6 +348,15 @@ def _shaped(name: str) -> property:
     return property(read)
 
 
+def _no_new(cls: type, *args: Any, **kwargs: Any) -> Any:
+    """``type(obj)()`` of one of the oracle's objects: its class is the oracle's, not here.
+    Said plainly (a made instance would hold no handle and fail later, unreadably)."""
+    raise TypeError(
+        "cannot make a new object of the class of one of the test's objects here: "
+        "the class stays in the oracle (isolated oracle)"
+    )
+
+
 def _oracle_class(operations: frozenset[str], hashable: bool) -> type:
     key = operations | ({"hash"} if hashable else set())
     for cls, ops in ORACLE_CLASSES.items():
@@ -353,6 +364,7 @@ def _oracle_class(operations: frozenset[str], hashable: bool) -> type:
             return cls
     namespace: dict[str, Any] = {
         "__slots__": ("_pw_oid", "_pw_shape"),
+        "__new__": _no_new,
         "__getattr__": _oracle_getattr,
         "__setattr__": _oracle_setattr,
         "__doc__": _oracle_described("__doc__", None),
@@ -576,16 +588,14 @@ it brought by value and their contents as they arrived."""
 
 
 def _contents(obj: Any) -> Any:
-    if type(obj) is dict:
+    if type(obj) in MAPPINGS:
         return list(obj.items())
     return list(obj)
 
 
 def _keep(memo: Memo) -> None:
     KEPT[-1][:] = [len(memo.objects)] + [
-        (n, obj, _contents(obj))
-        for n, obj in enumerate(memo.objects)
-        if type(obj) in (list, dict, set, bytearray)
+        (n, obj, _contents(obj)) for n, obj in enumerate(memo.objects) if type(obj) in MUTABLE
     ]
 
 
@@ -595,7 +605,7 @@ def _changed(obj: Any, before: Any) -> bool:
     now = _contents(obj)
     if type(obj) is set:
         return {id(x) for x in now} != {id(x) for x in before}
-    if type(obj) is dict:
+    if type(obj) in MAPPINGS:  # an order changed (move_to_end) is a change too
         return len(now) != len(before) or any(
             k is not k0 or v is not v0 for (k, v), (k0, v0) in zip(now, before, strict=True)
         )
@@ -614,7 +624,7 @@ def _written_back(memo: Memo, kept: list[Any], sent: bool) -> list[Any]:
     back = []
     for n, obj, before in kept[1:]:
         if _changed(obj, before):
-            contents = dict(obj) if type(obj) is dict else list(obj)
+            contents = dict(obj) if type(obj) in MAPPINGS else list(obj)
             back.append([n, encode(contents, _out, memo=memo)])
     return back
 

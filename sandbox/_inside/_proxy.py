@@ -27,6 +27,7 @@ Part of the program concatenated by sandbox/_inside (``program``).
 from __future__ import annotations
 
 import builtins
+import collections
 import contextlib
 import importlib
 import importlib.abc
@@ -48,6 +49,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._wire import (
+        MAPPINGS,
+        MUTABLE,
         REBUILT_TYPES,
         Memo,
         WireError,
@@ -372,8 +375,8 @@ def _write_back(back: Any, memo: Memo) -> None:
             raise WireError("a written-back argument is not [number, contents]")
         target = memo.get(["r", item[0]])
         contents = decode(item[1], _receive, memo=memo)
-        if type(target) not in (list, dict, set, bytearray) or type(contents) is not (
-            dict if type(target) is dict else list
+        if type(target) not in MUTABLE or type(contents) is not (
+            dict if type(target) in MAPPINGS else list
         ):
             raise WireError("a written-back argument does not fit what was sent")
         if type(target) is bytearray and not all(type(x) is int and 0 <= x < 256 for x in contents):
@@ -387,8 +390,11 @@ def _write_back(back: Any, memo: Memo) -> None:
     for target, contents in changes:
         if type(target) in (list, bytearray):
             target[:] = contents
+        elif type(target) is collections.deque:
+            target.clear()  # a full deque drops from the left, as it did there
+            target.extend(contents)
         else:
-            target.clear()
+            target.clear()  # a set or a mapping (in the order sent: an OrderedDict's too)
             target.update(contents)
 
 

@@ -13,16 +13,18 @@ A plain value is one of ``None``, ``bool``, ``int``, ``float``, ``complex``, ``s
 ``date``, ``time``, ``datetime`` (naive, or with a fixed ``timezone``), ``timedelta``, a
 ``pathlib`` path (``PosixPath``, ``PurePosixPath``, ``PureWindowsPath``: rebuilt as the same
 class from its text), a ``slice`` of plain values (what ``seq[i:j]`` sends), or a ``list``,
-``tuple``, ``dict``, ``set`` or ``frozenset`` of plain values, by exact type: a subclass of
-a plain type is not plain.
+``tuple``, ``dict``, ``set`` or ``frozenset`` of plain values, or one of the standard
+library's ``collections`` containers (``OrderedDict``, ``defaultdict`` with its factory,
+``Counter``, ``deque`` with its ``maxlen``), by exact type: a subclass of a plain type is not
+plain.
 
 One call and its reply share a ``Memo``: every object that crossed by value (ints, floats,
 texts and ``None`` aside) is numbered in the order both sides meet it, and the same object
 met again, in the request or in the reply, crosses as ``["r", n]``: so ``f(xs, xs)`` hands
 the product one list, and a reply that holds an object the request brought (``f(x) is x``)
 is the sender's own object again. The product's changes to the mutable containers it was
-sent (``list``, ``dict``, ``set``, ``bytearray``) come back with the reply and are written into the
-sender's objects (sandbox/_inside/_proxy.py).
+sent (``list``, ``dict``, ``set``, ``bytearray`` and the ``collections`` containers) come
+back with the reply and are written into the sender's objects (sandbox/_inside/_proxy.py).
 
 Part of both programs concatenated by sandbox/_inside (``program``).
 """
@@ -30,6 +32,7 @@ Part of both programs concatenated by sandbox/_inside (``program``).
 from __future__ import annotations
 
 import base64
+import collections
 import datetime
 import decimal
 import fractions
@@ -95,6 +98,10 @@ _BY_VALUE = frozenset(
         set,
         frozenset,
         slice,
+        collections.OrderedDict,
+        collections.defaultdict,
+        collections.Counter,
+        collections.deque,
         pathlib.PosixPath,
         pathlib.PurePosixPath,
         pathlib.PureWindowsPath,
@@ -107,14 +114,18 @@ _PATHS: dict[str, type[pathlib.PurePath]] = {
 text names one of these three and never a class of anyone's choosing. A path is a value (its
 text, its flavour): rebuilt on the other side it is the same ``Path``, and ``open``,
 ``os.fspath`` and ``isinstance(p, Path)`` work there as here."""
-_MUTABLE = (list, dict, set, bytearray)
+MAPPINGS = (dict, collections.OrderedDict, collections.defaultdict, collections.Counter)
+"""The by-value mappings: a ``defaultdict`` or a ``Counter`` the test builds (funcy's
+``empty``, a tally the product fills) is one there too, never a handle that no
+``isinstance(x, dict)`` accepts."""
+MUTABLE = (*MAPPINGS, list, set, bytearray, collections.deque)
 """By-value kinds whose contents the receiver may change: numbered before their elements (a
 list may hold itself), and their changes written back after a call."""
 
 
 class Memo:
     """The objects one call and its reply carried by value, numbered in the order the
-    encoder and the decoder meet them (a container of ``_MUTABLE`` before its elements,
+    encoder and the decoder meet them (a container of ``MUTABLE`` before its elements,
     any other after them): the same object met again crosses as ``["r", n]``."""
 
     __slots__ = ("numbers", "objects", "paths")
@@ -166,7 +177,11 @@ def is_plain(value: object, depth: int = 0) -> bool:
     if kind is slice:
         parts = (value.start, value.stop, value.step)  # type: ignore[attr-defined]
         return depth < WIRE_DEPTH and all(is_plain(v, depth + 1) for v in parts)
-    if kind is dict:
+    if kind is collections.deque:
+        return depth < WIRE_DEPTH and all(is_plain(v, depth + 1) for v in value)  # type: ignore[attr-defined]
+    if kind in MAPPINGS:
+        if kind is collections.defaultdict and value.default_factory is not None:  # type: ignore[attr-defined]
+            return False  # its factory is a class or a function: a handle
         return depth < WIRE_DEPTH and all(
             is_plain(k, depth + 1) and is_plain(v, depth + 1)
             for k, v in value.items()  # type: ignore[attr-defined]
@@ -199,7 +214,7 @@ def encode(
     found = memo.number(value)
     if found is not None:
         return ["r", found]
-    if kind in _MUTABLE:
+    if kind in MUTABLE:
         memo.add(value)
         return _by_value(value, kind, other, depth + 1, memo)
     data = _by_value(value, kind, other, depth + 1, memo)
@@ -218,12 +233,17 @@ def _by_value(
         return ["s", [encode(v, other, down, memo) for v in value]]
     if kind is frozenset:
         return ["fs", [encode(v, other, down, memo) for v in value]]
-    if kind is dict:
+    if kind in MAPPINGS:
+        head = ["d"] if kind is dict else [_MAPPING_TAGS[kind]]
+        if kind is collections.defaultdict:
+            head.append(encode(value.default_factory, other, down, memo))
         pairs = value.items()
         return [
-            "d",
+            *head,
             [[encode(k, other, down, memo), encode(v, other, down, memo)] for k, v in pairs],
         ]
+    if kind is collections.deque:
+        return ["dq", [encode(v, other, down, memo) for v in value], value.maxlen]
     if kind is slice:
         parts = (value.start, value.stop, value.step)
         return ["sl", [encode(v, other, down, memo) for v in parts]]
@@ -307,8 +327,8 @@ def decode(
             return int(data[1], 16)
         if tag == "r" and memo is not None:
             return memo.get(data)
-        if tag in ("l", "d", "s"):
-            return _container(tag, _items(data[1]), other, down, memo)
+        if tag in _CONTAINER_TAGS:
+            return _container(tag, data, other, down, memo)
         value = _value(tag, data, other, down, memo)
     except WireError:
         raise
@@ -324,29 +344,53 @@ def decode(
 _UNKNOWN = object()
 
 
+_MAPPING_TAGS: dict[type, str] = {
+    collections.OrderedDict: "od",
+    collections.defaultdict: "dd",
+    collections.Counter: "ct",
+}
+_CONTAINER_TAGS = frozenset({"l", "d", "s", "dq", *_MAPPING_TAGS.values()})
+
+
 def _container(
-    tag: str, items: list[Any], other: Callable[[list[Any]], Any], down: int, memo: Memo | None
+    tag: str, data: list[Any], other: Callable[[list[Any]], Any], down: int, memo: Memo | None
 ) -> Any:
-    """A list, dict or set: made, numbered, then filled (so a reference inside it to it
-    is to it, as the encoder numbered it before its elements)."""
+    """A list, a set or a mapping of ``MAPPINGS``, or a ``deque``: made, numbered, then
+    filled (so a reference inside it to it is to it, as the encoder numbered it before its
+    elements; a ``defaultdict``'s factory comes first, as the encoder sent it)."""
+    made: Any
     if tag == "l":
-        made: Any = []
-        if memo is not None:
-            memo.add(made)
+        made = []
+    elif tag == "s":
+        made = set()
+    elif tag == "dq":
+        if len(data) != 3 or not (data[2] is None or (type(data[2]) is int and data[2] >= 0)):
+            raise WireError("bad 'dq' value: its maxlen is not one")
+        made = collections.deque(maxlen=data[2])
+    else:
+        kinds = {v: k for k, v in _MAPPING_TAGS.items()}
+        made = kinds.get(tag, dict)()
+    if memo is not None:
+        memo.add(made)
+    if tag == "dd":
+        if len(data) != 3:
+            raise WireError("bad 'dd' value: not [factory, pairs]")
+        factory = decode(data[1], other, down, memo)
+        if factory is not None and not callable(factory):
+            raise WireError("bad 'dd' value: its factory is not callable")
+        made.default_factory = factory
+    elif len(data) != (3 if tag == "dq" else 2):
+        raise WireError(f"bad {tag!r} value: its length")
+    items = _items(data[-2] if tag == "dq" else data[-1])
+    if tag in ("l", "dq"):
         made.extend(decode(v, other, down, memo) for v in items)
-    elif tag == "d":
-        made = {}
-        if memo is not None:
-            memo.add(made)
+    elif tag == "s":
+        for v in items:
+            made.add(decode(v, other, down, memo))
+    else:
         for pair in items:
             key, value = _items(pair)
             made[decode(key, other, down, memo)] = decode(value, other, down, memo)
-    else:
-        made = set()
-        if memo is not None:
-            memo.add(made)
-        for v in items:
-            made.add(decode(v, other, down, memo))
     return made
 
 
