@@ -43,6 +43,9 @@ PRODUCT = textwrap.dedent(
         def utcoffset(self, dt):
             return datetime.timedelta(hours=1)
 
+    class Buffer(bytes):  # a product object the oracle's C code reads as bytes
+        pass
+
     class Basket:
         def __init__(self, *prices):
             self.prices = list(prices)
@@ -363,10 +366,13 @@ PROPS = textwrap.dedent(
             expected[0], expected[1], expected[2], expected[3]
         ]
 
-    def test_product_tzinfo():  # the oracle's datetime needs a real tzinfo, not a proxy
+    def test_product_tzinfo():  # the oracle's datetime holds a product zone's stand-in
         import datetime
         when = datetime.datetime(2000, 1, 1, tzinfo=shop.Zone())
         assert when.utcoffset() == datetime.timedelta(hours=1)
+
+    def test_product_buffer():  # the oracle's C code needs a real buffer, not a proxy
+        assert bytes(memoryview(shop.Buffer(b"ab"))) == b"ab"
 
     def test_sends_a_class():
         class Marker:
@@ -511,6 +517,7 @@ def test_a_property_that_cannot_cross_runs_in_process_and_says_why(tree: Path) -
         "price",
         "fallback_sees_its_tree",
         "product_tzinfo",
+        "product_buffer",
     )
     assert got["patches_the_product"] == (
         "pass",
@@ -534,13 +541,15 @@ def test_a_property_that_cannot_cross_runs_in_process_and_says_why(tree: Path) -
         "product",
     )
     assert got["price"] == ("pass", "", "isolated")
+    # A product zone is a tzinfo here (its stand-in asks the product for its offset).
+    assert got["product_tzinfo"] == ("pass", "", "isolated")
     # A proxy where C code of the oracle's needs the product's real type: that is the
     # isolation's limit, not the product's answer, so the property falls back.
-    assert got["product_tzinfo"] == (
+    assert got["product_buffer"] == (
         "pass",
         "",
         "in-process: a product object stood where the oracle's code needs its type: "
-        "tzinfo argument must be None or of a tzinfo subclass, not type 'Handle'",
+        "memoryview: a bytes-like object is required, not 'Handle'",
     )
 
 
@@ -914,6 +923,7 @@ FAITHFUL = textwrap.dedent(
 
     import collections
     import dataclasses
+    import datetime
     import os
     import pathlib
     from typing import Generic, Protocol, TypeVar, runtime_checkable
@@ -1058,6 +1068,31 @@ FAITHFUL = textwrap.dedent(
         if isinstance(coll, collections.deque):
             return collections.deque(maxlen=coll.maxlen)
         return coll.__class__()
+
+
+    class Shifted(datetime.tzinfo):  # a zone of a library's, as dateutil's tzutc()
+        def utcoffset(self, dt):
+            return datetime.timedelta(hours=2)
+
+        def dst(self, dt):
+            return datetime.timedelta(0)
+
+        def tzname(self, dt):
+            return "SHIFT"
+
+
+    def to_timestamp(d):  # croniter's datetime_to_timestamp
+        if d.tzinfo is not None:
+            d = d.replace(tzinfo=None) - d.utcoffset()
+        return (d - datetime.datetime(1970, 1, 1)).total_seconds()
+
+
+    def in_zone(ts, zone):  # croniter's timestamp_to_datetime
+        return datetime.datetime.fromtimestamp(ts, tz=datetime.timezone.utc).astimezone(zone)
+
+
+    def shifted(ts):
+        return datetime.datetime.fromtimestamp(ts, tz=Shifted())
 
 
     def tally(counts, words):  # fills the caller's mapping in place
@@ -1359,6 +1394,33 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert lib.lookup(lazy, "k") == "made here" and lazy == {"k": "made here"}
 
 
+    def test_zones():
+        # A datetime in a zone of a library's (pytz, dateutil) crosses as a datetime whose
+        # zone is a tzinfo there, asking its owner; the test's zone comes back as itself.
+        import datetime
+
+        class Local(datetime.tzinfo):
+            def utcoffset(self, dt):
+                return datetime.timedelta(hours=-5)
+
+            def dst(self, dt):
+                return datetime.timedelta(0)
+
+            def tzname(self, dt):
+                return "LOCAL"
+
+        zone = Local()
+        start = datetime.datetime(2020, 1, 1, 12, tzinfo=zone)
+        assert lib.to_timestamp(start) == start.timestamp()
+        back = lib.in_zone(start.timestamp(), zone)
+        assert back == start and back.tzinfo is zone and back.tzname() == "LOCAL"
+        assert lib.same(start).tzinfo is zone
+        made = lib.shifted(0)
+        assert made.utcoffset() == datetime.timedelta(hours=2) and made.tzname() == "SHIFT"
+        assert made.isoformat() == "1970-01-01T02:00:00+02:00"
+        assert isinstance(made.tzinfo, datetime.tzinfo)
+
+
     def test_product_coroutine():  # awaited here it is a handle: in-process, named
         import asyncio
 
@@ -1469,6 +1531,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "product_coroutine",
         "doctest_runner",
         "collections",
+        "zones",
     )
     assert got == {
         "paths": ("pass", "", "isolated"),
@@ -1485,6 +1548,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "standard_classes": ("pass", "", "isolated"),
         "doctest_runner": ("pass", "", "isolated"),
         "collections": ("pass", "", "isolated"),
+        "zones": ("pass", "", "isolated"),
         "product_coroutine": (
             "pass",
             "",
@@ -1684,7 +1748,7 @@ def test_a_typeerror_the_product_raised_never_selects_the_fallback(tree: Path) -
     # it crossed from the product (or was raised while handling one that did): it is the
     # product's answer, so the property fails isolated instead of running again in-process,
     # where product code could behave otherwise (docs/design/isolated-oracle.md).
-    got = run(tree, "product_claims_a_proxy", "product_claims_a_proxy_rewrapped", "product_tzinfo")
+    got = run(tree, "product_claims_a_proxy", "product_claims_a_proxy_rewrapped", "product_buffer")
     assert got["product_claims_a_proxy"] == (
         "fail",
         f"prop.product_claims_a_proxy|TypeError|tests/test_props.py:"
@@ -1697,7 +1761,7 @@ def test_a_typeerror_the_product_raised_never_selects_the_fallback(tree: Path) -
         f"{line_of('raise TypeError(str(exc)) from None')}",
         "isolated",
     )
-    assert got["product_tzinfo"][2].startswith("in-process: a product object stood")
+    assert got["product_buffer"][2].startswith("in-process: a product object stood")
 
 
 def test_the_runs_processes_see_the_runs_entropy_never_the_contract_seed(

@@ -69,8 +69,8 @@ def same(a: object, b: object) -> bool:
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))  # type: ignore[arg-type]
     if isinstance(a, defaultdict) and a.default_factory is not b.default_factory:  # type: ignore[attr-defined]
         return False
-    if isinstance(a, deque) and (a.maxlen != b.maxlen or not same(list(a), list(b))):  # type: ignore[attr-defined, call-overload]
-        return False
+    if isinstance(a, deque):
+        return a.maxlen == b.maxlen and same(list(a), list(b))  # type: ignore[attr-defined, call-overload]
     if isinstance(a, dict):
         return list(a) == list(b) and all(same(a[k], b[k]) for k in a)  # type: ignore[index]
     if isinstance(a, datetime.datetime | datetime.time):
@@ -219,7 +219,16 @@ def test_a_fixed_offset_zone_is_plain_and_any_other_is_not() -> None:
             return datetime.timedelta(0)
 
     assert is_plain(datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC))
-    assert not is_plain(datetime.datetime(2026, 1, 1, tzinfo=Zone()))
+    zone = Zone()
+    assert not is_plain(datetime.datetime(2026, 1, 1, tzinfo=zone))
+    # Any other zone is the sender's tag inside a datetime sent by value; the receiver's
+    # resolver must give a tzinfo for it (its stand-in), never anything else.
+    data = encode(datetime.datetime(2026, 1, 1, tzinfo=zone), lambda obj: ["h", 3])
+    assert data == ["dt", [2026, 1, 1], 0, 0, 0, 0, 0, ["h", 3]]
+    back = decode(data, lambda tagged: zone)
+    assert back == datetime.datetime(2026, 1, 1, tzinfo=zone) and back.tzinfo is zone
+    with pytest.raises(WireError, match="not a tzinfo"):
+        decode(data, lambda tagged: "a text")
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import datetime
 import importlib
 import json
 import keyword
@@ -142,6 +143,8 @@ def _kind(obj: Any) -> str:
         return f"module:{obj.__name__}"
     if isinstance(obj, type):
         return "class"
+    if isinstance(obj, datetime.tzinfo):
+        return "tzinfo"  # the oracle's stand-in is a tzinfo (a datetime's zone there)
     return ""
 
 
@@ -219,7 +222,7 @@ def _in(tagged: list[Any]) -> Any:
 
 # -- the oracle's objects: callbacks ---------------------------------------------------------
 
-ORACLE_OPERATIONS = ("call", "iter", "next", "len", "getitem", "contains", "fspath")
+ORACLE_OPERATIONS = ("call", "iter", "next", "len", "getitem", "contains", "fspath", "tzinfo")
 """What an oracle object may offer beyond ``repr``, ``str``, ``bool``, ``hash``, the
 comparisons and reads of its non-dunder attributes (the oracle says which, by its type)."""
 ORACLE_CLASSES: dict[type, frozenset[str]] = {}
@@ -348,6 +351,14 @@ def _shaped(name: str) -> property:
     return property(read)
 
 
+def _zone_method(name: str) -> Any:
+    def method(self: Any, dt: Any) -> Any:
+        return _oracle_getattr(self, name)(dt)
+
+    method.__name__ = name
+    return method
+
+
 def _no_new(cls: type, *args: Any, **kwargs: Any) -> Any:
     """``type(obj)()`` of one of the oracle's objects: its class is the oracle's, not here.
     Said plainly (a made instance would hold no handle and fail later, unreadably)."""
@@ -380,9 +391,17 @@ def _oracle_class(operations: frozenset[str], hashable: bool) -> type:
         },
     }
     for op in ("repr", "str", "bool", "eq", "ne", "lt", "le", "gt", "ge", *sorted(operations)):
-        namespace[f"__{op}__"] = _callback_method(op)
+        if op != "tzinfo":
+            namespace[f"__{op}__"] = _callback_method(op)
     namespace["__hash__"] = _callback_method("hash") if hashable else None
-    cls = type("OracleObject", (), namespace)
+    bases: tuple[type, ...] = ()
+    if "tzinfo" in operations:
+        # One of the oracle's zones (pytz, dateutil): a tzinfo here, so a datetime holds it;
+        # what the datetime asks of it (utcoffset, dst, tzname, fromutc) the oracle answers.
+        bases = (datetime.tzinfo,)
+        for name in ("utcoffset", "dst", "tzname", "fromutc"):
+            namespace[name] = _zone_method(name)
+    cls = type("OracleObject", bases, namespace)
     ORACLE_CLASSES[cls] = key
     return cls
 
@@ -392,7 +411,8 @@ def _oracle_object(number: int, operations: list[Any], shape: Any = None) -> Any
     if found is not None:
         return found
     ops = frozenset(str(op) for op in operations if op in ORACLE_OPERATIONS)
-    proxy: Any = object.__new__(_oracle_class(ops, "hash" in operations))
+    cls = _oracle_class(ops, "hash" in operations)
+    proxy: Any = (datetime.tzinfo if "tzinfo" in ops else object).__new__(cls)
     object.__setattr__(proxy, "_pw_oid", number)
     code = _stub_code(shape) if type(shape) is dict and "call" in ops else None
     object.__setattr__(proxy, "_pw_shape", {**shape, "code": code} if code else None)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import builtins
 import collections
 import contextlib
+import datetime
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -444,7 +445,8 @@ class ProductAlias(typing._GenericAlias, _root=True):  # type: ignore[name-defin
 def _handle(number: int, typename: str, is_callable: bool, kind: str = "") -> Handle:
     found = _HANDLES.get(number)
     if found is None:
-        found = Handle.__new__(Handle)
+        cls: Any = ZoneHandle if kind == "tzinfo" else Handle
+        found = cls.__new__(cls)
         object.__setattr__(found, "_pw_id", number)
         object.__setattr__(found, "_pw_type", typename)
         object.__setattr__(found, "_pw_callable", is_callable)
@@ -647,13 +649,24 @@ for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
 for _name in ("neg", "pos", "abs", "invert"):
     setattr(Handle, f"__{_name}__", (lambda op: lambda self: _op(op, self))(_name))
 Handle.__hash__ = Handle.__dict__["__hash__"]  # type: ignore[method-assign]  # kept with __eq__
+ZoneHandle: type = type(
+    "Handle",
+    (datetime.tzinfo,),
+    {
+        **{k: v for k, v in vars(Handle).items() if k not in ("__dict__", "__weakref__", *_OWN)},
+        "__slots__": Handle.__slots__,
+    },
+)
+"""A product zone (dateutil's ``tzutc()``, pytz's): a ``Handle`` that is a ``tzinfo``, so an
+oracle datetime holds it; what the datetime asks of it (``utcoffset``...) is a request."""
+HANDLE_TYPES = (Handle, ZoneHandle)
 
 
 def _send(obj: Any) -> Any:
     """The tagged form of a non-plain object the oracle sends: what the product gave out,
     the interpreter's own built-ins (by name), and otherwise a handle the oracle gives out;
     a class, a module, code or a frame of the oracle's is refused."""
-    if type(obj) is Handle:
+    if type(obj) in HANDLE_TYPES:
         return ["h", object.__getattribute__(obj, "_pw_id")]
     if type(obj) in REBUILT_TYPES or type(obj) is ProductAlias:
         number = _REBUILT_HANDLES.get(id(obj))
@@ -802,6 +815,8 @@ def _give(obj: Any) -> list[Any]:
             offers.append(op)
     if getattr(kind, "__hash__", None) is not None:
         offers.append("hash")
+    if isinstance(obj, datetime.tzinfo):
+        offers.append("tzinfo")  # its stand-in there is a tzinfo (a datetime's zone)
     shape = _shape(obj)
     return ["oh", number, offers] + ([shape] if shape is not None else [])
 

@@ -10,7 +10,8 @@ takes one that resolves the tags it does not know itself.
 
 A plain value is one of ``None``, ``bool``, ``int``, ``float``, ``complex``, ``str``,
 ``bytes``, ``bytearray``, ``NotImplemented``, ``Ellipsis``, ``Decimal``, ``Fraction``,
-``date``, ``time``, ``datetime`` (naive, or with a fixed ``timezone``), ``timedelta``, a
+``date``, ``time``, ``datetime`` (naive, with a fixed ``timezone``, or with any other zone
+as the sender's tag: a stand-in ``tzinfo`` there), ``timedelta``, a
 ``pathlib`` path (``PosixPath``, ``PurePosixPath``, ``PureWindowsPath``: rebuilt as the same
 class from its text), a ``slice`` of plain values (what ``seq[i:j]`` sends), or a ``list``,
 ``tuple``, ``dict``, ``set`` or ``frozenset`` of plain values, or one of the standard
@@ -207,8 +208,6 @@ def encode(
         return ["f", float.hex(value)]  # type: ignore[arg-type]
     if kind not in _BY_VALUE or depth >= WIRE_DEPTH:
         return other(value)
-    if kind in (datetime.time, datetime.datetime) and _tz(value.tzinfo) is False:  # type: ignore[attr-defined]
-        return other(value)
     if memo is None:
         return _by_value(value, kind, other, depth + 1, None)
     found = memo.number(value)
@@ -269,7 +268,11 @@ def _by_value(
         return ["td", value.days, value.seconds, value.microseconds]
     if kind is datetime.date:
         return ["date", value.toordinal()]
-    tz = _tz(value.tzinfo)
+    tz: Any = _tz(value.tzinfo)
+    if tz is False:
+        # A zone of a library's (pytz, dateutil, zoneinfo): the sender's own object, as the
+        # resolver tags it; the receiver's stand-in is a tzinfo whose methods ask the sender.
+        tz = other(value.tzinfo)
     v: Any = value
     if kind is datetime.time:
         return ["time", v.hour, v.minute, v.second, v.microsecond, v.fold, tz]
@@ -285,9 +288,17 @@ def _by_value(
     ]
 
 
-def _zone(tz: Any) -> datetime.timezone | None:
+def _zone(tz: Any, other: Callable[[list[Any]], Any]) -> datetime.tzinfo | None:
+    """A fixed offset (``[days, seconds, microseconds]``), or the sender's tag for a zone of
+    another class, which the resolver must resolve to a ``tzinfo`` (the receiver's own
+    zone come back, or its stand-in for the sender's)."""
     if tz is None:
         return None
+    if type(tz) is list and tz and type(tz[0]) is str:
+        found = other(tz)
+        if not isinstance(found, datetime.tzinfo):
+            raise WireError("a datetime's zone that is not a tzinfo")
+        return found
     days, seconds, micros = (_int(x) for x in tz)
     offset = datetime.timedelta(days=days, seconds=seconds, microseconds=micros)
     return datetime.UTC if not offset else datetime.timezone(offset)
@@ -432,12 +443,12 @@ def _value(
         return datetime.date.fromordinal(_int(data[1]))
     if tag == "time":
         hour, minute, second, micro, fold = (_int(x) for x in data[1:6])
-        return datetime.time(hour, minute, second, micro, tzinfo=_zone(data[6]), fold=fold)
+        return datetime.time(hour, minute, second, micro, tzinfo=_zone(data[6], other), fold=fold)
     if tag == "dt":
         year, month, day = (_int(x) for x in data[1])
         hour, minute, second, micro, fold = (_int(x) for x in data[2:7])
         return datetime.datetime(
-            year, month, day, hour, minute, second, micro, tzinfo=_zone(data[7]), fold=fold
+            year, month, day, hour, minute, second, micro, tzinfo=_zone(data[7], other), fold=fold
         )
     return _UNKNOWN
 
