@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         MAPPINGS,
         MUTABLE,
         REBUILT_TYPES,
+        ZONE_METHODS,
         Memo,
         WireError,
         decode,
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
         rebuild,
         rebuilt_parts,
         standard_class_name,
+        zone_answer,
     )
 
 MACHINERY_TOPS = frozenset(
@@ -353,7 +355,7 @@ def _shaped(name: str) -> property:
 
 def _zone_method(name: str) -> Any:
     def method(self: Any, dt: Any) -> Any:
-        return _oracle_getattr(self, name)(dt)
+        return _callback("zone", self, [name, dt], {})
 
     method.__name__ = name
     return method
@@ -399,7 +401,7 @@ def _oracle_class(operations: frozenset[str], hashable: bool) -> type:
         # One of the oracle's zones (pytz, dateutil): a tzinfo here, so a datetime holds it;
         # what the datetime asks of it (utcoffset, dst, tzname, fromutc) the oracle answers.
         bases = (datetime.tzinfo,)
-        for name in ("utcoffset", "dst", "tzname", "fromutc"):
+        for name in sorted(ZONE_METHODS):
             namespace[name] = _zone_method(name)
     cls = type("OracleObject", bases, namespace)
     ORACLE_CLASSES[cls] = key
@@ -557,7 +559,7 @@ OPS: dict[str, Any] = {
     "mod": operator.mod, "pow": operator.pow, "matmul": operator.matmul,
     "lshift": operator.lshift, "rshift": operator.rshift, "and": operator.and_,
     "or": operator.or_, "xor": operator.xor, "neg": operator.neg, "pos": operator.pos,
-    "abs": operator.abs, "invert": operator.invert,
+    "abs": operator.abs, "invert": operator.invert, "zone": zone_answer,
 }  # fmt: skip
 
 

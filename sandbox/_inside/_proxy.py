@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         MAPPINGS,
         MUTABLE,
         REBUILT_TYPES,
+        ZONE_METHODS,
         Memo,
         WireError,
         decode,
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
         rebuild,
         rebuilt_parts,
         standard_class_name,
+        zone_answer,
     )
 
 FROM_PRODUCT = "__pw_from_product__"
@@ -649,12 +651,21 @@ for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
 for _name in ("neg", "pos", "abs", "invert"):
     setattr(Handle, f"__{_name}__", (lambda op: lambda self: _op(op, self))(_name))
 Handle.__hash__ = Handle.__dict__["__hash__"]  # type: ignore[method-assign]  # kept with __eq__
+
+
+def _zone_getattribute(self: Any, name: str) -> Any:
+    if name in ZONE_METHODS:  # what a datetime asks of its zone: one request each
+        return lambda dt: _op("zone", self, name, dt)
+    return Handle.__getattribute__(self, name)
+
+
 ZoneHandle: type = type(
     "Handle",
     (datetime.tzinfo,),
     {
         **{k: v for k, v in vars(Handle).items() if k not in ("__dict__", "__weakref__", *_OWN)},
         "__slots__": Handle.__slots__,
+        "__getattribute__": _zone_getattribute,
     },
 )
 """A product zone (dateutil's ``tzutc()``, pytz's): a ``Handle`` that is a ``tzinfo``, so an
@@ -736,7 +747,7 @@ _CALLBACKS: dict[str, Any] = {
     "call": lambda obj, *args, **kwargs: obj(*args, **kwargs),
     "iter": iter, "next": next, "len": len, "getitem": lambda obj, key: obj[key],
     "contains": lambda obj, item: item in obj, "bool": bool, "repr": repr, "str": str,
-    "hash": hash, "fspath": os.fspath,
+    "hash": hash, "fspath": os.fspath, "zone": zone_answer,
     # A comparison the product asks of an oracle object: the object's own method, its
     # NotImplemented goes back (the product's _method says why).
     **{op: (lambda name: lambda a, b: getattr(type(a), name)(a, b))(f"__{op}__")

@@ -71,6 +71,18 @@ def _same(value: Any) -> Any:
     return value
 
 
+ZONE_METHODS = frozenset({"utcoffset", "dst", "tzname", "fromutc"})
+"""What a ``datetime`` asks of its zone: a zone's stand-in asks its owner for these in one
+request each (``zone``), and for nothing else through that request."""
+
+
+def zone_answer(zone: Any, name: Any, dt: Any) -> Any:
+    """The owner's answer to its zone's stand-in: ``zone.<name>(dt)`` of a ``tzinfo``."""
+    if not isinstance(zone, datetime.tzinfo) or name not in ZONE_METHODS:
+        raise AttributeError(str(name)[:80])
+    return getattr(zone, name)(dt)
+
+
 class WireError(Exception):
     """A line that is not the wire's format (from the other side: data, never trusted)."""
 
