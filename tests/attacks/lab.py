@@ -2,10 +2,19 @@
 
 Every case becomes a commit on top of its parent (`base`, `base-quarantine` or
 `base-guarded`) tagged
-`attack-<name>`, built with gitpython in a clone of the session's example repository. `score`
-runs the real `patchwarden score --json` (bubblewrap, the real scorer) on it once and caches
-the observation; `judge` compares it with the case's expectation; probes look at the host
-after the run (nothing written outside, no hook ran, no connection reached us...).
+`attack-<name>`, built with gitpython in a clone of the session's example repository. Each
+case is scored once by the real scorer (bubblewrap, the real gate) and its observation cached;
+`judge` compares it with the case's expectation; probes look at the host after the run
+(nothing written outside, no hook ran, no connection reached us...).
+
+Two entry points, both attacked. A case with a host probe, a case of the sandbox layer (fork
+bomb, memory, hang: it must not share a uid's limits or a deadline with another case's runs)
+and a replay of the honest fix's channel go through `patchwarden score --json`, alone. Every
+other case goes through `patchwarden score-batch` with the other cases of its oracle, as a
+team scoring many agent patches does (benchmarks, RL rewards): the parent's runs are shared
+by the batch (one secret, scorer/_batch.py), so a verdict there must be as hard to steer as
+one of `score`'s, and the lab's time halves. Both read the same verdict (the bundle's
+`decision.json` is what `score --json` prints).
 """
 
 from __future__ import annotations
@@ -57,6 +66,8 @@ ATTACK_LIMITS = {
 """Lower than the defaults so the hang, flood and exhaustion cases stay cheap; an honest run
 of the example needs about two seconds, 100 MiB and a handful of processes."""
 SCORE_TIMEOUT_S = 600
+BATCH_TIMEOUT_PER_CASE_S = 30
+"""A bound on hanging (a batch of N cases gets SCORE_TIMEOUT_S + N times this), not a timing."""
 IDENTITY = {
     "GIT_AUTHOR_NAME": "Lazy Agent",
     "GIT_AUTHOR_EMAIL": "lazy-agent@patchwarden.invalid",
@@ -287,12 +298,13 @@ class AttackLab:
     # -- scoring -------------------------------------------------------------------------------
 
     def score(self, case: AttackCase) -> Observation:
-        """Score the case's commit once per session (cached)."""
+        """Score the case's commit once per session (cached): alone through `score`, or with
+        every other batched case of its oracle through one `score-batch`."""
         if case.name not in self._observations:
-            if any(
-                isinstance(spec, Write) and "@@HONEST_CHANNELS_B64@@" in spec.content
-                for spec in case.files.values()
-            ):
+            if batched(case):
+                self._score_batch(case.oracle)
+                return self._observations[case.name]
+            if uses_honest_channels(case):
                 self._keep_honest_channels()
             self.commit_case(case)
             observation = self._run_score(
@@ -302,6 +314,55 @@ class AttackLab:
                 observation.probe_problems = PROBES[case.probe](self, observation)
             self._observations[case.name] = observation
         return self._observations[case.name]
+
+    def _score_batch(self, oracle: str) -> None:
+        """Every batched case of ``oracle`` not scored yet, in one `patchwarden score-batch`."""
+        from .cases import CASES
+
+        seen = self._observations
+        cases = [c for c in CASES if batched(c) and c.oracle == oracle and c.name not in seen]
+        requests = self.root / f"batch-{oracle}.jsonl"
+        lines = []
+        for case in cases:
+            self.commit_case(case)
+            request = {
+                "id": case.name,
+                "repo": str(self.repo_dir),
+                "parent": case.parent,
+                "patch": f"attack-{case.name}",
+                "contract": CONTRACT,
+            }
+            lines.append(json.dumps(request) + "\n")
+        requests.write_text("".join(lines), encoding="utf-8")
+        argv = ["patchwarden", "score-batch", "--config", str(self.configs[oracle])]
+        argv += ["--log-dir", str(self.logs), "--json", str(requests)]
+        started = time.monotonic()
+        proc = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=SCORE_TIMEOUT_S + BATCH_TIMEOUT_PER_CASE_S * len(cases),
+        )
+        share = (time.monotonic() - started) / max(len(cases), 1)
+        answered: dict[str, dict[str, Any]] = {}
+        for line in proc.stdout.splitlines():
+            if line.strip():
+                entry = json.loads(line)
+                answered[str(entry.get("id"))] = entry
+        for case in cases:
+            entry = answered.get(case.name)
+            if entry is None or "bundle" not in entry:
+                why = entry.get("error") if entry else f"no line (exit {proc.returncode})"
+                self._observations[case.name] = Observation(
+                    proc.returncode, "error", {}, {}, f"{why}\n{proc.stderr}", share
+                )
+                continue
+            bundle = Path(entry["bundle"])
+            data = json.loads((bundle / "decision.json").read_text(encoding="utf-8"))
+            self._observations[case.name] = observation_of(
+                data, proc.returncode, proc.stderr, share, self.logs
+            )
 
     def _keep_honest_channels(self) -> None:
         """Score the honest fix first and keep its patch runs' channels, seed by seed."""
@@ -341,22 +402,42 @@ class AttackLab:
         if proc.returncode == 2 or not proc.stdout.strip():
             return Observation(proc.returncode, "error", {}, {}, proc.stderr, duration)
         data: dict[str, Any] = json.loads(proc.stdout)
-        reasons = {r["prop"]: r["reason"] for r in data["results"]}
-        for group in ("extra_seeds", "held_out"):
-            # A hidden group's results, as `<group>:<reason>` (the gate that decided them).
-            for r in data.get(group, {}).get("results", []):
-                if r["reason"] not in ("both_pass", "parent_fail_cleared"):
-                    reasons[f"{group}:{r['prop']}"] = f"{group}:{r['reason']}"
-        return Observation(
-            exit_code=proc.returncode,
-            decision=data["decision"],
-            reasons=reasons,
-            findings={c["check"]: c["outcome"] for c in data["scorecard"]},
-            stderr=proc.stderr,
-            duration_s=duration,
-            verdict_id=data["verdict_id"],
-            bundle=self.logs / "verdicts" / data["verdict_id"],
-        )
+        return observation_of(data, proc.returncode, proc.stderr, duration, self.logs)
+
+
+def observation_of(
+    data: Mapping[str, Any], exit_code: int, stderr: str, duration: float, logs: Path
+) -> Observation:
+    """What a verdict says (`score --json`'s object, a bundle's `decision.json`)."""
+    reasons = {r["prop"]: r["reason"] for r in data["results"]}
+    for group in ("extra_seeds", "held_out"):
+        # A hidden group's results, as `<group>:<reason>` (the gate that decided them).
+        for r in data.get(group, {}).get("results", []):
+            if r["reason"] not in ("both_pass", "parent_fail_cleared"):
+                reasons[f"{group}:{r['prop']}"] = f"{group}:{r['reason']}"
+    return Observation(
+        exit_code=exit_code,
+        decision=data["decision"],
+        reasons=reasons,
+        findings={c["check"]: c["outcome"] for c in data["scorecard"]},
+        stderr=stderr,
+        duration_s=duration,
+        verdict_id=data["verdict_id"],
+        bundle=logs / "verdicts" / data["verdict_id"],
+    )
+
+
+def uses_honest_channels(case: AttackCase) -> bool:
+    """A replay of the honest fix's authenticated channels (scored after the honest fix)."""
+    return any(
+        isinstance(spec, Write) and "@@HONEST_CHANNELS_B64@@" in spec.content
+        for spec in case.files.values()
+    )
+
+
+def batched(case: AttackCase) -> bool:
+    """Scored with the other cases of its oracle in one `score-batch` (the module's text)."""
+    return case.probe is None and case.layer != "sandbox" and not uses_honest_channels(case)
 
 
 # -- probes: what must hold on the host after the run ------------------------------------------

@@ -1,4 +1,6 @@
-"""Every case through the real `patchwarden score` (bubblewrap, the real scorer), once each.
+"""Every case through the real scorer (bubblewrap, the real gate), once each: `patchwarden
+score` alone, or `patchwarden score-batch` with the other cases of its oracle (tests/attacks/lab.py
+says which).
 
 A failing test here is either an attack that got through or a defence that stopped it for a
 different reason than the one named; the message and the session's attack summary say which.
