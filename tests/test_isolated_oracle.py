@@ -1095,6 +1095,18 @@ FAITHFUL = textwrap.dedent(
         return datetime.datetime.fromtimestamp(ts, tz=Shifted())
 
 
+    def origin_and_args(tp):  # what typing_inspect asks of the test's typing objects
+        import typing
+
+        return [typing.get_origin(tp), typing.get_args(tp), tp is typing.List]
+
+
+    def union_of(*members):
+        import typing
+
+        return typing.Union[members]
+
+
     def tally(counts, words):  # fills the caller's mapping in place
         for word in words:
             counts[word] += 1
@@ -1421,6 +1433,31 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert isinstance(made.tzinfo, datetime.tzinfo)
 
 
+    def test_typing_values():
+        # typing's own objects cross as themselves (by name), its aliases rebuilt as the
+        # standard library's (Union, Optional, Callable, Literal, list[int], int | None).
+        import collections.abc
+        import types
+        import typing
+        from typing import Callable, List, Literal, Optional, Union
+
+        assert lib.same(List) is List and lib.same(Union) is Union
+        assert lib.same(typing.AnyStr) is typing.AnyStr
+        assert lib.origin_and_args(List) == [list, (), True]
+        assert lib.origin_and_args(Union[int, str]) == [Union, (int, str), False]
+        assert lib.origin_and_args(Optional[int]) == [Union, (int, type(None)), False]
+        assert lib.origin_and_args(Callable[[int], str]) == [
+            collections.abc.Callable, ([int], str), False
+        ]
+        assert lib.origin_and_args(Literal[1, "a"]) == [Literal, (1, "a"), False]
+        assert lib.origin_and_args(list[int]) == [list, (int,), False]
+        assert lib.origin_and_args(int | None) == [types.UnionType, (int, type(None)), False]
+        assert lib.union_of(int, str) == Union[int, str]
+        assert lib.same(typing.ForwardRef("Thing")) == typing.ForwardRef("Thing")
+        alias = Union[int, List[str]]
+        assert lib.same(alias) is alias
+
+
     def test_product_coroutine():  # awaited here it is a handle: in-process, named
         import asyncio
 
@@ -1532,6 +1569,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "doctest_runner",
         "collections",
         "zones",
+        "typing_values",
     )
     assert got == {
         "paths": ("pass", "", "isolated"),
@@ -1549,6 +1587,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "doctest_runner": ("pass", "", "isolated"),
         "collections": ("pass", "", "isolated"),
         "zones": ("pass", "", "isolated"),
+        "typing_values": ("pass", "", "isolated"),
         "product_coroutine": (
             "pass",
             "",

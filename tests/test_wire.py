@@ -6,6 +6,7 @@ sandbox it is one part of both programs (docs/design/isolated-oracle.md).
 
 from __future__ import annotations
 
+import collections.abc
 import datetime
 import decimal
 import fractions
@@ -21,6 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from patchwarden.sandbox._inside._wire import (
+    REBUILT_TYPES,
     SAME_MAX_CHARS,
     Memo,
     WireError,
@@ -374,3 +376,48 @@ def test_typevars_and_generic_aliases_are_rebuilt_as_the_standard_librarys_own()
     assert type(got) is type(alias) and got == alias and got.__parameters__ == (key,)
     with pytest.raises(WireError, match="bad rebuilt value"):
         rebuild("class", [], unknown)
+
+
+def test_typings_own_objects_cross_by_name_and_its_aliases_as_the_standard_librarys() -> None:
+    # What the isolated oracle's two sides do with typing values (typing_inspect's tests
+    # hand them to product code): typing's module-level objects by name (the same object
+    # there), its aliases rebuilt as typing's own alias classes, picked from a closed table.
+    def other(obj: object) -> Any:  # each side's tag: a nested typing value, or a class
+        parts = rebuilt_parts(obj, other) if type(obj) in REBUILT_TYPES else None
+        if parts is not None:
+            return ["rb", *parts]
+        return ["n", obj.__name__]  # type: ignore[attr-defined]
+
+    def resolve(tagged: list[Any]) -> Any:
+        if tagged[0] == "rb":
+            return rebuild(tagged[1], tagged[2:], resolve)
+        names = {"int": int, "str": str, "NoneType": type(None), "list": list}
+        return names.get(tagged[1]) or vars(collections.abc)[tagged[1]]
+
+    def again(obj: object) -> Any:
+        parts = rebuilt_parts(obj, other)
+        assert parts is not None
+        kind, *rest = json.loads(json.dumps(parts))
+        return rebuild(kind, rest, resolve)
+
+    special = (typing.List, typing.Union, typing.Callable, typing.AnyStr)  # noqa: UP006
+    for named in (*special, typing.Literal):
+        assert again(named) is named
+    for alias in (
+        typing.Union[int, str],  # noqa: UP007
+        typing.Optional[int],  # noqa: UP045
+        typing.Callable[[int], str],
+        typing.Literal[1, "a"],
+        typing.List[int],  # noqa: UP006
+        list[int],
+        int | None,
+        typing.ForwardRef("Thing"),
+    ):
+        got = again(alias)
+        assert type(got) is type(alias) and got == alias, alias
+        assert typing.get_origin(got) == typing.get_origin(alias)
+        assert typing.get_args(got) == typing.get_args(alias)
+    with pytest.raises(WireError, match="not a class of typing's aliases"):
+        rebuild("ga", [["n", "int"], ["t", [["n", "int"]]], None, True, "Popen"], resolve)
+    with pytest.raises(WireError, match="bad rebuilt value"):
+        rebuild("ty", ["os"], resolve)  # typing.os is a module, not one of typing's values

@@ -167,7 +167,9 @@ def _out(obj: Any) -> Any:
         oracle = ORACLE_REBUILT_IDS.get(id(obj))
         if oracle is not None and ORACLE_PROXIES.get(oracle) is obj:
             return ["oh", oracle]
-        return ["rb", _handle(obj), *rebuilt_parts(obj, _out)]
+        parts = rebuilt_parts(obj, _out)
+        if parts is not None:
+            return ["rb", _handle(obj), *parts]
     name = getattr(obj, "__name__", None) if isinstance(obj, type) else None
     if type(name) is str and getattr(builtins, name, None) is obj:
         return ["bt", name]  # int, str, list: the oracle's own (a class, never code)

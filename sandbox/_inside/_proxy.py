@@ -683,7 +683,9 @@ def _send(obj: Any) -> Any:
         number = _REBUILT_HANDLES.get(id(obj))
         if number is not None and _REBUILT.get(number) is obj:
             return ["h", number]  # the product's own, again
-        return ["rbo", _give(obj)[1], *rebuilt_parts(obj, _send)]
+        parts = rebuilt_parts(obj, _send)
+        if parts is not None:
+            return ["rbo", _give(obj)[1], *parts]
     if type(obj) is ProxyModule:
         return ["h", _module_dict(obj)["__pw_handle__"]]
     number = getattr(type(obj), "__pw_handle__", None) if isinstance(obj, BaseException) else None

@@ -522,17 +522,51 @@ def typevar(parts: Any, other: Callable[[list[Any]], Any]) -> Any:
         raise WireError(f"bad 'tv' value: {str(exc)[:80]}") from None
 
 
+_ALIAS_CLASSES: dict[str, Any] = {
+    name: getattr(typing, name)
+    for name in ("_GenericAlias", "_CallableGenericAlias", "_UnionGenericAlias",
+                 "_LiteralGenericAlias")
+    if hasattr(typing, name)
+}  # fmt: skip
+"""The ``typing`` alias classes an alias is rebuilt as, by name (a closed table: the name
+picks one of these, never a class of anyone's choosing)."""
+_TYPING_FORMS = tuple(
+    {type(v) for k, v in vars(typing).items() if k[:1] != "_" and type(v).__module__ == "typing"}
+    - {typing.TypeVar, typing.ParamSpec, typing.NewType}
+    - {type(v) for v in vars(typing).values() if isinstance(v, type)}
+)
+"""The types of ``typing``'s own module-level objects that are not classes (``Union``,
+``Optional``, ``List``, ``Callable``, ``Literal``: special forms and special aliases)."""
+
+
+def typing_name(obj: Any) -> str | None:
+    """The name ``typing`` binds ``obj`` to (``List``, ``Union``, ``AnyStr``): the other side
+    resolves it to its own, the same object, so ``tp is typing.List`` holds there."""
+    name = getattr(obj, "_name", None)
+    if type(name) is str and getattr(typing, name, None) is obj:
+        return name
+    name = getattr(obj, "__name__", None)
+    if type(name) is str and getattr(typing, name, None) is obj:
+        return name
+    return None
+
+
 def alias_parts(alias: Any, other: Callable[[object], Any]) -> list[Any]:
-    """A generic alias of ``typing`` (``Base[int, str]``, exact type ``typing._GenericAlias``)
-    as data: its origin, its arguments, its name and whether it makes instances. Rebuilt on
-    the other side as a real alias of the standard library's own class around the origin
-    (there a handle), it works as an annotation, in ``type[...]`` and ``get_args``, is
-    subscripted again with real ``TypeVar``s, and calling it calls the origin."""
+    """A generic alias of ``typing`` (``Base[int, str]``, ``List[int]``, ``Union[int, str]``,
+    ``Callable[[int], str]``, ``Literal[1]``) as data: its origin, its arguments, its name,
+    whether it makes instances, and its class's name in ``_ALIAS_CLASSES``. Rebuilt on the
+    other side as a real alias of the standard library's own class around the origin (there
+    a handle, or ``typing.Union`` by name), it works as an annotation, in ``type[...]``,
+    ``get_origin`` and ``get_args``, is subscripted again with real ``TypeVar``s, and
+    calling it calls the origin."""
     return [
         encode(alias.__origin__, other),
         encode(tuple(alias.__args__), other),
         alias._name if type(alias._name) is str else None,
         alias._inst is True,
+        next(  # the oracle's ProductAlias is a plain _GenericAlias to the product
+            c.__name__ for c in type(alias).__mro__ if _ALIAS_CLASSES.get(c.__name__) is c
+        ),
     ]
 
 
@@ -542,9 +576,14 @@ def generic_alias(
     cls: Any = typing._GenericAlias,  # type: ignore[attr-defined]
 ) -> Any:
     """The alias ``alias_parts`` described, built here (as ``cls``: the standard library's,
-    or the oracle's subclass of it)."""
-    if type(parts) is not list or len(parts) != 4 or type(parts[3]) is not bool:
+    or the oracle's subclass of it, for a plain generic alias; as the named class of
+    ``_ALIAS_CLASSES`` for any other)."""
+    if type(parts) is not list or len(parts) not in (4, 5) or type(parts[3]) is not bool:
         raise WireError("bad 'ga' value")
+    if len(parts) == 5 and parts[4] != "_GenericAlias":
+        cls = _ALIAS_CLASSES.get(parts[4]) if type(parts[4]) is str else None
+        if cls is None:
+            raise WireError("bad 'ga' value: not a class of typing's aliases")
     origin, args = decode(parts[0], other), decode(parts[1], other)
     if type(args) is not tuple or not args or (parts[2] is not None and type(parts[2]) is not str):
         raise WireError("bad 'ga' value")
@@ -554,16 +593,49 @@ def generic_alias(
         raise WireError(f"bad 'ga' value: {str(exc)[:80]}") from None
 
 
-REBUILT_TYPES = (typing.TypeVar, typing._GenericAlias)  # type: ignore[attr-defined]
-"""What crosses as the standard library's own object rebuilt from data (``typevar``,
-``generic_alias``), exact types only, one per handle, and back as the original."""
+REBUILT_TYPES = (
+    typing.TypeVar,
+    *_ALIAS_CLASSES.values(),
+    *_TYPING_FORMS,
+    types.GenericAlias,
+    types.UnionType,
+    typing.ForwardRef,
+)
+"""What crosses as the standard library's own object, rebuilt from data or named (a
+``TypeVar``, a ``typing`` alias, ``list[int]``, ``int | str``, a forward reference, and
+``typing``'s own ``List``, ``Union``...), exact types only, one per handle, and back as the
+original."""
 
 
-def rebuilt_parts(obj: Any, other: Callable[[object], Any]) -> list[Any]:
-    """``[kind, *parts]`` of a ``TypeVar`` or a generic alias (``rebuild`` builds it)."""
-    if type(obj) is typing.TypeVar:
+def rebuilt_parts(obj: Any, other: Callable[[object], Any]) -> list[Any] | None:
+    """``[kind, *parts]`` of an object of ``REBUILT_TYPES`` (``rebuild`` builds it); None:
+    not one that can be (a special form of another module's: it crosses as a handle)."""
+    name = typing_name(obj)
+    if name is not None:
+        return ["ty", name]
+    kind = type(obj)
+    if kind is typing.TypeVar:
         return ["tv", *typevar_parts(obj, other)]
+    if kind in _TYPING_FORMS:
+        return None
+    if kind is types.GenericAlias:
+        if not _value_class(obj.__origin__):
+            return None  # a product generic's (its origin is a handle there)
+        return ["gat", encode(obj.__origin__, other), encode(tuple(obj.__args__), other)]
+    if kind is types.UnionType:
+        if not all(_value_class(arg) for arg in obj.__args__):
+            return None
+        return ["ut", encode(tuple(obj.__args__), other)]
+    if kind is typing.ForwardRef:
+        return ["fr", str(obj.__forward_arg__)]
     return ["ga", *alias_parts(obj, other)]
+
+
+def _value_class(cls: Any) -> bool:
+    """A built-in or standard-library class: the same class on both sides."""
+    if not isinstance(cls, type):
+        return False
+    return cls.__module__ == "builtins" or standard_class_name(cls) is not None
 
 
 def rebuild(
@@ -576,6 +648,27 @@ def rebuild(
         return typevar(parts, other)
     if kind == "ga":
         return generic_alias(parts, other, alias)
+    try:
+        if kind == "ty" and len(parts) == 1 and type(parts[0]) is str:
+            found = getattr(typing, parts[0], None)
+            if type(found) in REBUILT_TYPES and typing_name(found) == parts[0]:
+                return found
+        if kind == "gat" and len(parts) == 2:
+            origin, args = decode(parts[0], other), decode(parts[1], other)
+            if isinstance(origin, type) and type(args) is tuple:
+                return types.GenericAlias(origin, args)
+        if kind == "ut" and len(parts) == 1:
+            args = decode(parts[0], other)
+            if type(args) is tuple and len(args) >= 2:
+                made: Any = args[0]
+                for arg in args[1:]:
+                    made = made | arg
+                if type(made) is types.UnionType:
+                    return made
+        if kind == "fr" and len(parts) == 1 and type(parts[0]) is str:
+            return typing.ForwardRef(parts[0])
+    except (TypeError, ValueError, SyntaxError) as exc:
+        raise WireError(f"bad {kind!r} value: {str(exc)[:80]}") from None
     raise WireError("bad rebuilt value")
 
 
