@@ -1107,6 +1107,21 @@ FAITHFUL = textwrap.dedent(
         return typing.Union[members]
 
 
+    def opened(opener, data):  # catches a library's exception the test's callable raises
+        import zipfile
+
+        try:
+            return opener(data)
+        except zipfile.BadZipFile as exc:
+            return ["not a zip", str(exc)]
+
+
+    def not_attrs():  # raises a library's exception (attrs: both processes load it)
+        import attr
+
+        raise attr.exceptions.NotAnAttrsClassError("plain")
+
+
     def tally(counts, words):  # fills the caller's mapping in place
         for word in words:
             counts[word] += 1
@@ -1458,6 +1473,22 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert lib.same(alias) is alias
 
 
+    def test_library_exceptions():
+        # An exception of a library both processes load is the receiver's own class there:
+        # product code's `except zipfile.BadZipFile` catches what the test's callable
+        # raised, and the test's pytest.raises catches what attrs raised in the product.
+        import zipfile
+
+        import attr
+
+        def opener(data):
+            raise zipfile.BadZipFile(f"bad: {data}")
+
+        assert lib.opened(opener, "x") == ["not a zip", "bad: x"]
+        with pytest.raises(attr.exceptions.NotAnAttrsClassError, match="plain"):
+            lib.not_attrs()
+
+
     def test_product_coroutine():  # awaited here it is a handle: in-process, named
         import asyncio
 
@@ -1570,6 +1601,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "collections",
         "zones",
         "typing_values",
+        "library_exceptions",
     )
     assert got == {
         "paths": ("pass", "", "isolated"),
@@ -1588,6 +1620,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "collections": ("pass", "", "isolated"),
         "zones": ("pass", "", "isolated"),
         "typing_values": ("pass", "", "isolated"),
+        "library_exceptions": ("pass", "", "isolated"),
         "product_coroutine": (
             "pass",
             "",

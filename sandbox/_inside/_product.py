@@ -51,6 +51,7 @@ if TYPE_CHECKING:
         dumps,
         encode,
         is_plain,
+        library_exception,
         loads,
         rebuild,
         rebuilt_parts,
@@ -479,7 +480,13 @@ def _oracle_exception(raised: Any) -> BaseException:
         return own
     cls = getattr(builtins, str(raised.get("bx")), None)
     mirror = raised.get("mirror")
-    if type(mirror) is list and len(mirror) == 5 and mirror[0] == "oxc" and type(mirror[1]) is int:
+    named = raised.get("named")
+    library = library_exception(*named) if type(named) is list and len(named) == 2 else None
+    if library is not None and not any(c in ORACLE_CLASSES for c in library.__mro__):
+        cls = library  # pytz's own NonExistentTimeError here: product code's `except` names it
+    elif (
+        type(mirror) is list and len(mirror) == 5 and mirror[0] == "oxc" and type(mirror[1]) is int
+    ):
         cls = _exception_mirror(mirror)
     if not (isinstance(cls, type) and issubclass(cls, Exception)):
         return OracleAbort(str(raised.get("abort", "the oracle's callback ended the call")))
@@ -491,7 +498,11 @@ def _oracle_exception(raised: Any) -> BaseException:
     try:
         exc = cls(*args)
     except Exception:
-        exc = cls(str(raised.get("str", "")))
+        try:
+            exc = cls(str(raised.get("str", "")))
+        except Exception:  # a library's class whose __init__ wants more (JSONDecodeError)
+            exc = cls.__new__(cls)
+            exc.args = args
     if type(raised.get("oracle")) is int:
         exc.__dict__["_pw_oracle"] = raised["oracle"]
     return exc

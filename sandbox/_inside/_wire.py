@@ -465,6 +465,33 @@ def _value(
     return _UNKNOWN
 
 
+LIBRARY_EXCEPTION_MACHINERY = frozenset(
+    {"pytest", "_pytest", "pluggy", "hypothesis", "_hypothesis_pytestplugin"}
+)
+
+
+def library_exception(module: Any, qualname: Any) -> type[Exception] | None:
+    """The exception class ``module.qualname`` as this process has it loaded (never imported
+    on the other side's word): how an exception of a library both sides load (pytz, dateutil)
+    crosses as the receiver's own class, so ``except pytz.NonExistentTimeError`` catches it
+    there. None: no such module loaded here, a module of the test machinery, or no
+    exception class by that name (the caller's mirror or built-in base then)."""
+    if type(module) is not str or type(qualname) is not str:
+        return None
+    found: Any = sys.modules.get(module)
+    if found is None or type(found) is not types.ModuleType:
+        return None  # a product module on the oracle's side is a proxy, not a module
+    if module.split(".")[0] in LIBRARY_EXCEPTION_MACHINERY:
+        return None
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+        if found is None:
+            return None
+    if isinstance(found, type) and issubclass(found, Exception):
+        return found
+    return None
+
+
 def standard_class_name(obj: Any) -> tuple[str, str] | None:
     """``(module, qualname)`` of a class of the standard library (``datetime.datetime``,
     ``collections.OrderedDict``, ``types.NoneType``), which the other side resolves in its
