@@ -1122,6 +1122,13 @@ FAITHFUL = textwrap.dedent(
         raise attr.exceptions.NotAnAttrsClassError("plain")
 
 
+    ALLOW_EMPTY = False  # an option the tests turn on (dpath's options.ALLOW_EMPTY_STRING_KEYS)
+
+
+    def empty_allowed():
+        return ALLOW_EMPTY
+
+
     def tally(counts, words):  # fills the caller's mapping in place
         for word in words:
             counts[word] += 1
@@ -1531,6 +1538,26 @@ FAITHFUL_TESTS = textwrap.dedent(
 )
 
 
+CLASS_FIXTURE_TESTS = """import unittest
+
+import lib
+
+
+class TestWithOptions(unittest.TestCase):  # dpath's TestSegments
+    @classmethod
+    def setUpClass(cls):
+        lib.ALLOW_EMPTY = True
+
+    @classmethod
+    def tearDownClass(cls):
+        lib.ALLOW_EMPTY = False
+
+    def test_one(self):
+        assert lib.empty_allowed() is True
+
+    def test_two(self):
+        assert lib.empty_allowed() is True
+"""
 FIELDS_TESTS = """import dataclasses
 import lib
 
@@ -1558,6 +1585,7 @@ def faithful_tree(root: Path) -> Path:
     (root / "data" / "hello.txt").write_text("hello\n")
     (root / "tests" / "test_faithful.py").write_text(FAITHFUL_TESTS)
     (root / "tests" / "test_fields.py").write_text(FIELDS_TESTS)
+    (root / "tests" / "test_class_fixture.py").write_text(CLASS_FIXTURE_TESTS)
     (root / "tests" / "test_broken.py").write_text(BROKEN_TESTS)
     return root
 
@@ -1647,6 +1675,28 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
             "in-process: the product hands the property a path in its own temporary "
             "directory /tmp (each process has its own)",
         ),
+    }
+
+
+def test_a_refusal_in_a_shared_fixture_sends_every_test_using_it_in_process(
+    tmp_path: Path,
+) -> None:
+    # A setUpClass that patches the product is refused once; pytest raises the cached error
+    # again for each test of the class: each of them runs in-process, named (dpath's 14
+    # TestSegments tests failed isolated in setup while the first alone fell back).
+    targets = [
+        PropertyTarget(f"prop.{n}", f"tests/test_class_fixture.py::TestWithOptions::test_{n}")
+        for n in ("one", "two")
+    ]
+    result = run_properties(
+        faithful_tree(tmp_path), targets, 11, SandboxConfig(), contract_paths=["tests"],
+        limits=LIMITS,
+    )  # fmt: skip
+    assert result.complete and not result.forged and not result.missing, result.problems
+    why = "in-process: the property sets lib.ALLOW_EMPTY (patches the product)"
+    assert {r.prop: (r.status, r.witness, r.isolation) for r in result.records} == {
+        "prop.one": ("pass", "", why),
+        "prop.two": ("pass", "", why),
     }
 
 

@@ -69,6 +69,7 @@ class Reporter:
         self.module_globals = {}  # property module name -> (module, {global: value})
         self.summaries = {}  # agent: (node id, when) -> the failure's summary (_failures)
         self.causes = {}  # scorer: prop -> why it failed for a reason of the run's (_cause)
+        self.refused_scopes = {}  # scorer: a class's or module's node id -> a refusal in setup
         self.collect_causes = {}  # scorer: collector node id -> why it did not collect
 
     def pytest_addoption(self, parser):
@@ -218,6 +219,8 @@ class Reporter:
             self._record(item, prop, "fail", f"{prop}|Skipped|{report.when}")
         elif report.failed:
             _refuse_proxy_type_errors(call.excinfo)
+            if report.when == "setup":
+                self._share_setup_refusal(item, prop)
             if report.when == "setup" and call.excinfo is not None:
                 # Not the product's answer: the test never started (a fixture not found).
                 self.causes.setdefault(prop, f"its setup failed: {_cause(call.excinfo.value)}")
@@ -235,6 +238,23 @@ class Reporter:
         elif report.passed and report.when == "call":
             self._record(item, prop, "pass", "")
         return report
+
+    def _share_setup_refusal(self, item, prop):
+        """A refusal in a fixture several tests share (a ``setUpClass`` that patches the
+        product, dpath's): pytest runs it once and fails the setup of every later test of the
+        class or module with the cached error, or with its own complaint about the first
+        one's teardown. Each of them runs in-process too, for the same reason."""
+        scopes = [n.nodeid for n in item.listchain() if isinstance(n, pytest.Class | pytest.Module)]
+        why = ISOLATION["refused"].get(prop)
+        if why is not None:
+            for scope in scopes:
+                self.refused_scopes.setdefault(scope, why)
+            return
+        inherited = next(
+            (self.refused_scopes[s] for s in reversed(scopes) if s in self.refused_scopes), None
+        )
+        if inherited is not None:
+            ISOLATION["refused"].setdefault(prop, inherited)
 
     def _record(self, item, prop, status, witness):
         failed = ISOLATION["failed"].get(prop)
