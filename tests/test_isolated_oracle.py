@@ -202,6 +202,9 @@ PRODUCT = textwrap.dedent(
             elif step == "set_generator":
                 g.level = 0
                 found = "set"
+            elif step == "set_item_machinery":  # an item of the test machinery's mapping
+                x["verdict"] = "pass"
+                found = "set"
             elif step == "module":
                 found = sys.modules.get("test_props") or f.__builtins__["__import__"]
             else:
@@ -386,11 +389,11 @@ PROPS = textwrap.dedent(
         def check(self):
             return True
 
-    def _reach(step):
+    def _reach(step, thing=None):
         def gen():
             yield 1
 
-        assert shop.reach(step, gen(), lambda v: v, Thing()) == "refused"
+        assert shop.reach(step, gen(), lambda v: v, thing or Thing()) == "refused"
 
     def test_reach_gi_frame():
         _reach("gi_frame")
@@ -418,6 +421,9 @@ PROPS = textwrap.dedent(
 
     def test_reach_set_generator():
         _reach("set_generator")
+
+    def test_reach_set_item_machinery(request):
+        _reach("set_item_machinery", request.node.stash)
 
     def test_reach_module():
         _reach("module")
@@ -596,7 +602,7 @@ def test_a_failing_callback_fails_the_property_even_when_the_product_swallows_it
 
 REACHES = (
     "gi_frame", "gi_code", "globals", "mro", "dict", "bound", "set_code", "set_machinery",
-    "set_generator", "module",
+    "set_generator", "set_item_machinery", "module",
 )  # fmt: skip
 
 
@@ -1129,6 +1135,17 @@ FAITHFUL = textwrap.dedent(
         return ALLOW_EMPTY
 
 
+    def set_path(node, path, value):  # dpath's set: walks what is a MutableMapping
+        import collections.abc
+
+        for key in path[:-1]:
+            if not isinstance(node, collections.abc.Mapping):
+                raise TypeError(f"not a node: {type(node).__name__}")
+            node = node[key]
+        node[path[-1]] = value
+        return isinstance(node, collections.abc.MutableMapping)
+
+
     def tally(counts, words):  # fills the caller's mapping in place
         for word in words:
             counts[word] += 1
@@ -1496,6 +1513,34 @@ FAITHFUL_TESTS = textwrap.dedent(
             lib.not_attrs()
 
 
+    def test_container_abcs():
+        # A test's own MutableMapping is one to product code, which may set its items.
+        import collections.abc
+
+        class Store(collections.abc.MutableMapping):
+            def __init__(self, **data):
+                self.data = dict(data)
+
+            def __getitem__(self, key):
+                return self.data[key]
+
+            def __setitem__(self, key, value):
+                self.data[key] = value
+
+            def __delitem__(self, key):
+                del self.data[key]
+
+            def __iter__(self):
+                return iter(self.data)
+
+            def __len__(self):
+                return len(self.data)
+
+        store = Store(a=Store())
+        assert lib.set_path(store, ["a", "b"], 1) is True
+        assert store["a"].data == {"b": 1}
+
+
     def test_product_coroutine():  # awaited here it is a handle: in-process, named
         import asyncio
 
@@ -1630,6 +1675,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "zones",
         "typing_values",
         "library_exceptions",
+        "container_abcs",
     )
     assert got == {
         "paths": ("pass", "", "isolated"),
@@ -1649,6 +1695,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "zones": ("pass", "", "isolated"),
         "typing_values": ("pass", "", "isolated"),
         "library_exceptions": ("pass", "", "isolated"),
+        "container_abcs": ("pass", "", "isolated"),
         "product_coroutine": (
             "pass",
             "",

@@ -21,6 +21,7 @@ docs/design/isolated-oracle.md lists what still differs.
 from __future__ import annotations
 
 import builtins
+import collections.abc
 import contextlib
 import datetime
 import importlib
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from ._paths import tree_paths
     from ._probes import arm_probes, probes_intact
     from ._wire import (
+        CONTAINER_ABCS,
         MAPPINGS,
         MUTABLE,
         REBUILT_TYPES,
@@ -227,7 +229,10 @@ def _in(tagged: list[Any]) -> Any:
 
 # -- the oracle's objects: callbacks ---------------------------------------------------------
 
-ORACLE_OPERATIONS = ("call", "iter", "next", "len", "getitem", "contains", "fspath", "tzinfo")
+ORACLE_OPERATIONS = (
+    "call", "iter", "next", "len", "getitem", "setitem", "delitem", "contains", "fspath",
+    "tzinfo", *(f"abc.{name}" for name in sorted(CONTAINER_ABCS)),
+)  # fmt: skip
 """What an oracle object may offer beyond ``repr``, ``str``, ``bool``, ``hash``, the
 comparisons and reads of its non-dunder attributes (the oracle says which, by its type)."""
 ORACLE_CLASSES: dict[type, frozenset[str]] = {}
@@ -396,7 +401,7 @@ def _oracle_class(operations: frozenset[str], hashable: bool) -> type:
         },
     }
     for op in ("repr", "str", "bool", "eq", "ne", "lt", "le", "gt", "ge", *sorted(operations)):
-        if op != "tzinfo":
+        if op != "tzinfo" and not op.startswith("abc."):
             namespace[f"__{op}__"] = _callback_method(op)
     namespace["__hash__"] = _callback_method("hash") if hashable else None
     bases: tuple[type, ...] = ()
@@ -407,6 +412,9 @@ def _oracle_class(operations: frozenset[str], hashable: bool) -> type:
         for name in sorted(ZONE_METHODS):
             namespace[name] = _zone_method(name)
     cls = type("OracleObject", bases, namespace)
+    for op in sorted(operations):
+        if op.startswith("abc."):  # a test's MutableMapping is one here too (dpath's walk)
+            getattr(collections.abc, op.removeprefix("abc.")).register(cls)
     ORACLE_CLASSES[cls] = key
     return cls
 

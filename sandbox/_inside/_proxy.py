@@ -35,6 +35,7 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import json
+import operator
 import os
 import pathlib
 import re
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
         ZONE_METHODS,
         Memo,
         WireError,
+        abcs_of,
         decode,
         dumps,
         encode,
@@ -749,6 +751,7 @@ _MACHINERY = frozenset({"pytest", "_pytest", "pluggy", "hypothesis", "_hypothesi
 _CALLBACKS: dict[str, Any] = {
     "call": lambda obj, *args, **kwargs: obj(*args, **kwargs),
     "iter": iter, "next": next, "len": len, "getitem": lambda obj, key: obj[key],
+    "setitem": operator.setitem, "delitem": operator.delitem,
     "contains": lambda obj, item: item in obj, "bool": bool, "repr": repr, "str": str,
     "hash": hash, "fspath": os.fspath, "zone": zone_answer,
     # A comparison the product asks of an oracle object: the object's own method, its
@@ -824,9 +827,10 @@ def _give(obj: Any) -> list[Any]:
         _GIVEN_IDS[id(obj)] = number
     kind = type(obj)
     offers = ["call"] if callable(obj) else []
-    for op in ("iter", "next", "len", "getitem", "contains", "fspath"):
+    for op in ("iter", "next", "len", "getitem", "setitem", "delitem", "contains", "fspath"):
         if getattr(kind, f"__{op}__", None) is not None:
             offers.append(op)
+    offers += abcs_of(obj)
     if getattr(kind, "__hash__", None) is not None:
         offers.append("hash")
     if isinstance(obj, datetime.tzinfo):
@@ -991,6 +995,8 @@ def _serve_callback(link: _Link, message: dict[str, Any]) -> dict[str, Any]:
             return {"ok": None}
         if op not in _CALLBACKS or (kwargs and op != "call"):
             raise WireError(f"no such callback: {str(op)[:40]}")
+        if op in ("setitem", "delitem") and (_machinery(type(obj)) or isinstance(obj, _OPAQUE)):
+            return _overreach(link, obj, f"an item of it (to {op.removesuffix('item')} it)")
         return {"ok": encode(_CALLBACKS[op](obj, *args, **kwargs), _send)}
     except WireError:
         raise

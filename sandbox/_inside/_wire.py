@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import base64
 import collections
+import collections.abc
 import datetime
 import decimal
 import fractions
@@ -69,6 +70,22 @@ def _same(value: Any) -> Any:
     if len(_SAME) < SAME_MAX_ENTRIES:
         _SAME[key] = value
     return value
+
+
+CONTAINER_ABCS = frozenset(
+    {"Container", "Sized", "Iterable", "Iterator", "Reversible", "Collection", "Sequence",
+     "MutableSequence", "Set", "MutableSet", "Mapping", "MutableMapping"}
+)  # fmt: skip
+"""The ``collections.abc`` classes an object's stand-in on the other side is registered
+with (``abc.<name>`` among its operations) when the object is one: a test's
+``MutableMapping`` is a ``MutableMapping`` to product code (dpath walks only what is)."""
+
+
+def abcs_of(obj: Any) -> list[str]:
+    """``abc.<name>`` for each of ``CONTAINER_ABCS`` that ``obj`` is an instance of."""
+    return [
+        f"abc.{n}" for n in sorted(CONTAINER_ABCS) if isinstance(obj, getattr(collections.abc, n))
+    ]
 
 
 ZONE_METHODS = frozenset({"utcoffset", "dst", "tzname", "fromutc"})
