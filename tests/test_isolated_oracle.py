@@ -1146,6 +1146,13 @@ FAITHFUL = textwrap.dedent(
         return isinstance(node, collections.abc.MutableMapping)
 
 
+    def arity(func):  # funcy's autocurry: a function's code, else what it wraps
+        code = getattr(func, "__code__", None)
+        if code is not None:
+            return code.co_argcount
+        return ["no code", getattr(func, "__wrapped__", None)]
+
+
     def tally(counts, words):  # fills the caller's mapping in place
         for word in words:
             counts[word] += 1
@@ -1541,6 +1548,13 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert store["a"].data == {"b": 1}
 
 
+    def test_builtin_probes():
+        # A C function has no code or wrapped function: it says so, as in one process.
+        assert lib.arity(str.upper) == ["no code", None]
+        assert lib.arity("abc".upper) == ["no code", None]
+        assert lib.arity(lambda a, b: a) == 2
+
+
     def test_product_coroutine():  # awaited here it is a handle: in-process, named
         import asyncio
 
@@ -1676,6 +1690,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "typing_values",
         "library_exceptions",
         "container_abcs",
+        "builtin_probes",
     )
     assert got == {
         "paths": ("pass", "", "isolated"),
@@ -1696,6 +1711,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "typing_values": ("pass", "", "isolated"),
         "library_exceptions": ("pass", "", "isolated"),
         "container_abcs": ("pass", "", "isolated"),
+        "builtin_probes": ("pass", "", "isolated"),
         "product_coroutine": (
             "pass",
             "",

@@ -736,6 +736,12 @@ generator's frame, a method's ``__self__`` lead to the property and the test mac
 name such an object does not have is answered ``AttributeError``, as the object would (a
 probe such as jinja2's sandbox ``getattr(f, "unsafe_callable", False)``); a name it has is
 an overreach."""
+_BUILTIN_CODE = (
+    types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType,
+    types.MethodWrapperType, types.ClassMethodDescriptorType,
+)  # fmt: skip
+"""C functions and methods: no code, globals or closure of the oracle's behind them, so a
+dunder name they lack is answered as they would (``AttributeError``), not as an overreach."""
 _INTERNALS = frozenset(
     {"__dict__", "__class__", "__globals__", "__code__", "__closure__", "__func__", "__self__",
      "__mro__", "__bases__", "__base__", "__subclasses__", "__builtins__", "__defaults__",
@@ -970,6 +976,10 @@ def _serve_callback(link: _Link, message: dict[str, Any]) -> dict[str, Any]:
             name = str(args[0]) if len(args) == 1 and type(args[0]) is str else ""
             if name in _DESCRIBED and isinstance(obj, _DESCRIBABLE) and not _machinery_code(obj):
                 return {"ok": encode(_described(obj, name), _send)}
+            if name in _INTERNALS and isinstance(obj, _BUILTIN_CODE) and not hasattr(obj, name):
+                # What the object itself would answer (funcy's curry asks a builtin for its
+                # __code__, a method descriptor for __wrapped__): it has none to give.
+                raise AttributeError(name)
             if not name or name in _INTERNALS or _machinery(type(obj)):
                 return _overreach(link, obj, name[:80] or "?")
             if _own_attribute(obj, name):
