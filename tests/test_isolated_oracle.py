@@ -1153,6 +1153,14 @@ FAITHFUL = textwrap.dedent(
         return ["no code", getattr(func, "__wrapped__", None)]
 
 
+    def shout(text):  # prints (funcy's tap, a CLI's output)
+        import sys
+
+        print(text.upper())
+        print("to err", file=sys.stderr)
+        return len(text)
+
+
     def tally(counts, words):  # fills the caller's mapping in place
         for word in words:
             counts[word] += 1
@@ -1555,6 +1563,12 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert lib.arity(lambda a, b: a) == 2
 
 
+    def test_printed(capsys):
+        # What product code prints is printed in the oracle, where capsys sees it.
+        assert lib.shout("hi") == 2
+        assert capsys.readouterr() == ("HI\\n", "to err\\n")
+
+
     def test_product_coroutine():  # awaited here it is a handle: in-process, named
         import asyncio
 
@@ -1691,6 +1705,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "library_exceptions",
         "container_abcs",
         "builtin_probes",
+        "printed",
     )
     assert got == {
         "paths": ("pass", "", "isolated"),
@@ -1712,6 +1727,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "library_exceptions": ("pass", "", "isolated"),
         "container_abcs": ("pass", "", "isolated"),
         "builtin_probes": ("pass", "", "isolated"),
+        "printed": ("pass", "", "isolated"),
         "product_coroutine": (
             "pass",
             "",

@@ -25,6 +25,7 @@ import collections.abc
 import contextlib
 import datetime
 import importlib
+import io
 import json
 import keyword
 import operator
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
         CONTAINER_ABCS,
         MAPPINGS,
         MUTABLE,
+        PRINTED_MAX_CHARS,
         REBUILT_TYPES,
         ZONE_METHODS,
         Memo,
@@ -743,6 +745,66 @@ def _answer(request: dict[str, Any]) -> bytes:
     with the warnings product code issued meanwhile: the oracle issues them again under its
     own filters, so ``pytest.warns`` and ``filterwarnings = error`` see them as in-process."""
     memo = Memo()
+    # What product code prints meanwhile goes back with the reply, and the oracle prints it
+    # to its own streams, where pytest captures it (capsys, a failure's captured output).
+    saved = sys.stdout, sys.stderr
+    printed = [_capture_stream(saved[0]), _capture_stream(saved[1])]
+    sys.stdout, sys.stderr = printed
+    try:
+        reply = _answer_captured(request, memo)
+    finally:
+        sys.stdout, sys.stderr = saved
+    texts = [_captured_text(stream) for stream in printed]
+    if any(texts):
+        reply["printed"] = texts
+    try:
+        return dumps(reply)
+    except BaseException as exc:
+        return dumps({"wire": f"the reply could not be written: {type(exc).__name__}"})
+
+
+class _Printed(io.BytesIO):
+    """What one call prints, kept up to ``PRINTED_MAX_CHARS`` bytes; beyond, the bytes go
+    on to the process's own stream, whose output limit ends a product that floods."""
+
+    def __init__(self, beyond: Any) -> None:
+        super().__init__()
+        self.beyond = beyond
+        self.cut = 0
+
+    def write(self, data: Any) -> int:
+        if self.tell() + len(data) <= PRINTED_MAX_CHARS:
+            return super().write(data)
+        self.cut += len(data)
+        try:
+            target = getattr(self.beyond, "buffer", None)
+            if target is not None:
+                target.write(bytes(data))
+                target.flush()
+        except (OSError, ValueError):
+            pass
+        return len(data)
+
+
+def _capture_stream(beyond: Any) -> io.TextIOWrapper:
+    """A text stream as pytest's capture gives product code (a ``TextIOWrapper`` over bytes,
+    UTF-8, no file descriptor)."""
+    return io.TextIOWrapper(_Printed(beyond), encoding="UTF-8", newline="", write_through=True)
+
+
+def _captured_text(stream: io.TextIOWrapper) -> str:
+    try:
+        stream.flush()
+        kept: Any = stream.buffer
+        text = str(kept.getvalue().decode("utf-8", "replace"))
+    except (ValueError, OSError, AttributeError):  # product code closed or replaced it
+        return ""
+    if kept.cut:
+        text += f"\n[patchwarden: {kept.cut} more bytes printed, written to the run's output]\n"
+    return text
+
+
+def _answer_captured(request: dict[str, Any], memo: Memo) -> dict[str, Any]:
     KEPT.append([])
     with warnings.catch_warnings(record=True) as issued:
         warnings.simplefilter("always")
@@ -763,10 +825,7 @@ def _answer(request: dict[str, Any]) -> bytes:
             KEPT.pop()
     if issued:
         reply["warned"] = [_warned(w) for w in issued[:WARNINGS_MAX]]
-    try:
-        return dumps(reply)
-    except BaseException as exc:
-        return dumps({"wire": f"the reply could not be written: {type(exc).__name__}"})
+    return reply
 
 
 def serve() -> None:

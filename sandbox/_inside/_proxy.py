@@ -234,6 +234,7 @@ class _Link:
                 raise _fail(*self.dead) from None
             finally:
                 self.pending = outer
+        _print_again(reply.get("printed"))
         _warn_again(reply.get("warned"))
         if pending is not None:
             # A callback of this call raised what does not cross (a skip, a stop, a failure
@@ -1158,6 +1159,16 @@ def _exception_text(self: BaseException) -> str:
 _WARNED_AT: dict[str, dict[Any, Any]] = {}
 """A warning registry per product file, as each module's ``__warningregistry__`` would be
 in-process (a ``default`` filter shows a warning once per place)."""
+
+
+def _print_again(printed: Any) -> None:
+    """Write to the oracle's own streams what product code printed during a call, where
+    pytest captures it as in-process (``capsys``, a failure's captured output)."""
+    if type(printed) is not list or len(printed) != 2:
+        return
+    for text, stream in zip(printed, (sys.stdout, sys.stderr), strict=True):
+        if type(text) is str and text:
+            stream.write(text)
 
 
 def _warn_again(warned: Any) -> None:

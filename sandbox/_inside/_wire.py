@@ -88,6 +88,12 @@ def abcs_of(obj: Any) -> list[str]:
     ]
 
 
+PRINTED_MAX_CHARS = 1_000_000
+"""Bytes of product code's ``print`` output one reply carries per stream; beyond, the output
+goes to the product process's own stream (whose output limit ends a flood), and the reply
+says how much."""
+
+
 ZONE_METHODS = frozenset({"utcoffset", "dst", "tzname", "fromutc"})
 """What a ``datetime`` asks of its zone: a zone's stand-in asks its owner for these in one
 request each (``zone``), and for nothing else through that request."""
