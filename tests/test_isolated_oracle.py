@@ -1161,6 +1161,25 @@ FAITHFUL = textwrap.dedent(
         return len(text)
 
 
+    class Evaluator:  # simpleeval's SimpleEval: names the caller fills in
+        def __init__(self):
+            self.names = {}
+
+        def eval(self, name):
+            return self.names[name]
+
+
+    SETTINGS = {"mode": "plain"}
+
+
+    def mode():
+        return SETTINGS["mode"]
+
+
+    def set_mode(value):
+        SETTINGS["mode"] = value
+
+
     def tally(counts, words):  # fills the caller's mapping in place
         for word in words:
             counts[word] += 1
@@ -1569,6 +1588,19 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert capsys.readouterr() == ("HI\\n", "to err\\n")
 
 
+    def test_live_containers(monkeypatch):
+        # A container read as an attribute of a product object or module is kept in step
+        # with the product's: the test fills it, product code sees it, and back.
+        s = lib.Evaluator()
+        s.names["x"] = 1
+        assert s.eval("x") == 1 and s.names is s.names
+        settings = lib.SETTINGS
+        lib.set_mode("loud")
+        assert settings["mode"] == "loud"
+        monkeypatch.setitem(lib.SETTINGS, "mode", "patched")
+        assert lib.mode() == "patched"
+
+
     def test_product_coroutine():  # awaited here it is a handle: in-process, named
         import asyncio
 
@@ -1706,6 +1738,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "container_abcs",
         "builtin_probes",
         "printed",
+        "live_containers",
     )
     assert got == {
         "paths": ("pass", "", "isolated"),
@@ -1728,6 +1761,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "container_abcs": ("pass", "", "isolated"),
         "builtin_probes": ("pass", "", "isolated"),
         "printed": ("pass", "", "isolated"),
+        "live_containers": ("pass", "", "isolated"),
         "product_coroutine": (
             "pass",
             "",

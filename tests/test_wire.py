@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from patchwarden.sandbox._inside._wire import (
     REBUILT_TYPES,
     SAME_MAX_CHARS,
+    Live,
     Memo,
     WireError,
     decode,
@@ -421,3 +422,27 @@ def test_typings_own_objects_cross_by_name_and_its_aliases_as_the_standard_libra
         rebuild("ga", [["n", "int"], ["t", [["n", "int"]]], None, True, "Popen"], resolve)
     with pytest.raises(WireError, match="bad rebuilt value"):
         rebuild("ty", ["os"], resolve)  # typing.os is a module, not one of typing's values
+
+
+def test_containers_read_from_the_other_side_are_kept_in_step() -> None:
+    # Live: the receiver's copy of the sender's container (s.names), one per handle, and
+    # the changes either side makes sent with its next message, made on the other.
+    sender, receiver = Live(), Live()
+    names: dict[str, Any] = {}
+    sender.keep(7, names)
+    copy = receiver.keep(7, through(names))
+    copy["x"] = [1]
+    sync = json.loads(json.dumps(receiver.changes(refuse)))
+    assert sync == [[7, ["d", [["x", ["l", [1]]]]]]] and receiver.changes(refuse) == []
+    sender.apply(sync, unknown)
+    assert names == {"x": [1]} and sender.changes(refuse) == []
+    names["y"] = 2  # the sender's own change goes the other way
+    receiver.apply(json.loads(json.dumps(sender.changes(refuse))), unknown)
+    assert copy == {"x": [1], "y": 2}
+    # The same container read again is the same copy, changed to what was read.
+    again = receiver.keep(7, {"z": 3})
+    assert again is copy and copy == {"z": 3}
+    for bad in ([[7, ["l", []]]], [["7", ["d", []]]], "x"):
+        with pytest.raises(WireError):
+            receiver.apply(bad, unknown)
+    receiver.apply([[99, ["d", []]]], unknown)  # one no longer held: nothing to do

@@ -44,13 +44,15 @@ if TYPE_CHECKING:
     from ._probes import arm_probes, probes_intact
     from ._wire import (
         CONTAINER_ABCS,
-        MAPPINGS,
         MUTABLE,
         PRINTED_MAX_CHARS,
         REBUILT_TYPES,
         ZONE_METHODS,
+        Live,
         Memo,
         WireError,
+        changed_since,
+        contents_of,
         decode,
         dumps,
         encode,
@@ -59,6 +61,7 @@ if TYPE_CHECKING:
         loads,
         rebuild,
         rebuilt_parts,
+        sendable_contents,
         standard_class_name,
         zone_answer,
     )
@@ -611,7 +614,14 @@ def _serve(request: dict[str, Any], memo: Memo) -> dict[str, Any]:
         random.seed(PRODUCT_SEED)
         return {"ok": None}
     if op == "getattr":
-        return {"ok": encode(getattr(args[0], str(args[1])), _out, memo=memo)}
+        value = getattr(args[0], str(args[1]))
+        reply: dict[str, Any] = {"ok": encode(value, _out, memo=memo)}
+        if type(value) in MUTABLE:
+            # An attribute that is a container (s.names, module.CONFIG): the oracle's copy
+            # and this one are kept in step (Live), as one object would be.
+            reply["live"] = _handle(value)
+            LIVE.keep(reply["live"], value)
+        return reply
     if op == "setattr":
         setattr(args[0], str(args[1]), args[2])
         return {"ok": None}
@@ -627,34 +637,16 @@ def _serve(request: dict[str, Any], memo: Memo) -> dict[str, Any]:
     raise WireError(f"no such request: {str(op)[:40]}")
 
 
+LIVE = Live()
 KEPT: list[list[Any]] = []
 """Per request being served (nested: a callback may bring another), the mutable containers
 it brought by value and their contents as they arrived."""
 
 
-def _contents(obj: Any) -> Any:
-    if type(obj) in MAPPINGS:
-        return list(obj.items())
-    return list(obj)
-
-
 def _keep(memo: Memo) -> None:
     KEPT[-1][:] = [len(memo.objects)] + [
-        (n, obj, _contents(obj)) for n, obj in enumerate(memo.objects) if type(obj) in MUTABLE
+        (n, obj, contents_of(obj)) for n, obj in enumerate(memo.objects) if type(obj) in MUTABLE
     ]
-
-
-def _changed(obj: Any, before: Any) -> bool:
-    """Changed in place since it arrived, by identity of what it holds (no element's
-    ``__eq__`` runs: it may be one of the oracle's objects, a callback)."""
-    now = _contents(obj)
-    if type(obj) is set:
-        return {id(x) for x in now} != {id(x) for x in before}
-    if type(obj) in MAPPINGS:  # an order changed (move_to_end) is a change too
-        return len(now) != len(before) or any(
-            k is not k0 or v is not v0 for (k, v), (k0, v0) in zip(now, before, strict=True)
-        )
-    return len(now) != len(before) or any(x is not y for x, y in zip(now, before, strict=True))
 
 
 def _written_back(memo: Memo, kept: list[Any], sent: bool) -> list[Any]:
@@ -668,9 +660,8 @@ def _written_back(memo: Memo, kept: list[Any], sent: bool) -> list[Any]:
         memo.trim(kept[0])
     back = []
     for n, obj, before in kept[1:]:
-        if _changed(obj, before):
-            contents = dict(obj) if type(obj) in MAPPINGS else list(obj)
-            back.append([n, encode(contents, _out, memo=memo)])
+        if changed_since(obj, before):
+            back.append([n, encode(sendable_contents(obj), _out, memo=memo)])
     return back
 
 
@@ -809,6 +800,7 @@ def _answer_captured(request: dict[str, Any], memo: Memo) -> dict[str, Any]:
     with warnings.catch_warnings(record=True) as issued:
         warnings.simplefilter("always")
         try:
+            LIVE.apply(request.get("sync"), _in)  # what the test changed in its copies
             reply = _serve(request, memo)
         except WireError as exc:
             reply = {"wire": str(exc)[:200]}
@@ -819,6 +811,9 @@ def _answer_captured(request: dict[str, Any], memo: Memo) -> dict[str, Any]:
                 back = _written_back(memo, KEPT[-1], "ok" in reply)
                 if back:
                     reply["back"] = back
+                sync = LIVE.changes(_out)  # what product code changed in the held ones
+                if sync:
+                    reply["sync"] = sync
         except BaseException as exc:
             reply = {"wire": f"a changed argument could not be written: {type(exc).__name__}"}
         finally:

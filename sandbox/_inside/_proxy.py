@@ -27,7 +27,6 @@ Part of the program concatenated by sandbox/_inside (``program``).
 from __future__ import annotations
 
 import builtins
-import collections
 import contextlib
 import datetime
 import importlib
@@ -55,6 +54,7 @@ if TYPE_CHECKING:
         MUTABLE,
         REBUILT_TYPES,
         ZONE_METHODS,
+        Live,
         Memo,
         WireError,
         abcs_of,
@@ -66,6 +66,7 @@ if TYPE_CHECKING:
         loads,
         rebuild,
         rebuilt_parts,
+        replace_contents,
         standard_class_name,
         zone_answer,
     )
@@ -208,6 +209,9 @@ class _Link:
             message["kwargs"] = encode(kwargs, _send, memo=memo)
         _own_files(memo.paths, "the property hands the product")
         sent_paths = len(memo.paths)
+        sync = _LIVE.changes(_send)  # what the test changed in product containers it read
+        if sync:
+            message["sync"] = sync
         data = dumps(message)
         with self.lock:
             if self.dead is not None:
@@ -243,7 +247,12 @@ class _Link:
         self.last_facts = reply.get("module") if type(reply.get("module")) is dict else None
         if "ok" in reply or "raise" in reply:
             try:
+                _LIVE.apply(reply.get("sync"), _receive)
                 value = decode(reply["ok"], _receive, memo=memo) if "ok" in reply else None
+                live = reply.get("live")
+                ours = _GIVEN.get(_GIVEN_IDS.get(id(value), 0)) is value  # never kept
+                if op == "getattr" and type(live) is int and type(value) in MUTABLE and not ours:
+                    value = _LIVE.keep(live, value)  # the same copy, kept in step
                 _write_back(reply.get("back"), memo)
                 _own_files(memo.paths[sent_paths:], "the product hands the property")
             except WireError as exc:
@@ -386,27 +395,15 @@ def _write_back(back: Any, memo: Memo) -> None:
             dict if type(target) in MAPPINGS else list
         ):
             raise WireError("a written-back argument does not fit what was sent")
-        if type(target) is bytearray and not all(type(x) is int and 0 <= x < 256 for x in contents):
-            raise WireError("a written-back bytearray holds what is not a byte")
-        if type(target) is set:
-            try:
-                contents = set(contents)
-            except TypeError:  # an unhashable element: no set held it in the product
-                raise WireError("a written-back set holds what no set can") from None
         changes.append((target, contents))
     for target, contents in changes:
-        if type(target) in (list, bytearray):
-            target[:] = contents
-        elif type(target) is collections.deque:
-            target.clear()  # a full deque drops from the left, as it did there
-            target.extend(contents)
-        else:
-            target.clear()  # a set or a mapping (in the order sent: an OrderedDict's too)
-            target.update(contents)
+        replace_contents(target, contents)
 
 
 # -- handles -------------------------------------------------------------------------------
 
+_LIVE = Live()
+"""Product containers the property read as attributes (``s.names``), kept in step."""
 _HANDLES: dict[int, Handle] = {}
 _REBUILT: dict[int, Any] = {}
 """A product ``TypeVar`` or generic alias (``Base[int, str]``), rebuilt here once per handle

@@ -159,6 +159,109 @@ MUTABLE = (*MAPPINGS, list, set, bytearray, collections.deque)
 list may hold itself), and their changes written back after a call."""
 
 
+def contents_of(obj: Any) -> list[Any]:
+    """A mutable by-value container's contents as they are now (pairs for a mapping)."""
+    if type(obj) in MAPPINGS:
+        return list(obj.items())
+    return list(obj)
+
+
+def changed_since(obj: Any, before: list[Any]) -> bool:
+    """Changed in place since ``before`` (``contents_of``), by identity of what it holds (no
+    element's ``__eq__`` runs: it may be the other side's object, a request)."""
+    now = contents_of(obj)
+    if type(obj) is set:
+        return {id(x) for x in now} != {id(x) for x in before}
+    if type(obj) in MAPPINGS:  # an order changed (move_to_end) is a change too
+        return len(now) != len(before) or any(
+            k is not k0 or v is not v0 for (k, v), (k0, v0) in zip(now, before, strict=True)
+        )
+    return len(now) != len(before) or any(x is not y for x, y in zip(now, before, strict=True))
+
+
+def sendable_contents(obj: Any) -> Any:
+    """What crosses of a changed container: a dict of a mapping's pairs, else a list."""
+    return dict(obj) if type(obj) in MAPPINGS else list(obj)
+
+
+def replace_contents(target: Any, contents: Any) -> None:
+    """Make ``target`` (a container of ``MUTABLE``) hold ``contents`` (``sendable_contents``
+    of one, as received), in place: the receiver's own object, changed as the sender's was.
+    WireError: contents that do not fit it."""
+    if type(target) not in MUTABLE or type(contents) is not (
+        dict if type(target) in MAPPINGS else list
+    ):
+        raise WireError("changed contents that do not fit the container")
+    if type(target) is bytearray and not all(type(x) is int and 0 <= x < 256 for x in contents):
+        raise WireError("a bytearray's contents that are not bytes")
+    if type(target) is set:
+        try:
+            contents = set(contents)
+        except TypeError:  # an unhashable element: no set held it there
+            raise WireError("a set's contents that no set can hold") from None
+    if type(target) in (list, bytearray):
+        target[:] = contents
+    elif type(target) is collections.deque:
+        target.clear()  # a full deque drops from the left, as it did there
+        target.extend(contents)
+    else:
+        target.clear()  # a set or a mapping (in the order sent: an OrderedDict's too)
+        target.update(contents)
+
+
+LIVE_MAX = 512
+"""Containers read as attributes of the other side's objects that each side keeps in step
+(the most recent ones; an older one is a plain copy again)."""
+
+
+class Live:
+    """The containers a process holds that stand for the other side's (an attribute the
+    oracle read, ``obj.names``), by the product's handle, each with its contents as last
+    synced: a change made on one side is sent with the next message and made on the other
+    (``sync``), so ``s.names["x"] = 1`` in a test is seen by product code as in one process."""
+
+    def __init__(self) -> None:
+        self.held: dict[int, tuple[Any, list[Any]]] = {}
+
+    def keep(self, handle: int, obj: Any) -> Any:
+        """Hold ``obj`` for ``handle``; the receiver's object already held for it, changed
+        to ``obj``'s contents, when there is one (``s.names is s.names`` holds)."""
+        found = self.held.get(handle)
+        if found is not None and type(found[0]) is type(obj) and found[0] is not obj:
+            replace_contents(found[0], sendable_contents(obj))
+            obj = found[0]
+        self.held.pop(handle, None)
+        self.held[handle] = (obj, contents_of(obj))
+        while len(self.held) > LIVE_MAX:
+            self.held.pop(next(iter(self.held)))
+        return obj
+
+    def changes(self, other: Callable[[object], Any]) -> list[Any]:
+        """``[[handle, contents], ...]`` of what changed here since the last sync (encoded
+        without a memo: each stands alone), now synced."""
+        out = []
+        for handle, (obj, before) in list(self.held.items()):
+            if changed_since(obj, before):
+                out.append([handle, encode(sendable_contents(obj), other)])
+                self.held[handle] = (obj, contents_of(obj))
+        return out
+
+    def apply(self, sync: Any, other: Callable[[list[Any]], Any]) -> None:
+        """Make the changes the other side sent (``changes``) on the containers held here."""
+        if sync is None:
+            return
+        if type(sync) is not list:
+            raise WireError("a sync that is not a list")
+        for item in sync:
+            if type(item) is not list or len(item) != 2 or type(item[0]) is not int:
+                raise WireError("a sync item that is not [handle, contents]")
+            found = self.held.get(item[0])
+            if found is None:
+                continue  # one this side no longer holds
+            replace_contents(found[0], decode(item[1], other))
+            self.held[item[0]] = (found[0], contents_of(found[0]))
+
+
 class Memo:
     """The objects one call and its reply carried by value, numbered in the order the
     encoder and the decoder meet them (a container of ``MUTABLE`` before its elements,
