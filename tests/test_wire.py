@@ -216,6 +216,19 @@ def test_a_bad_collections_value_is_refused(data: object) -> None:
         decode(data, unknown)
 
 
+def test_a_fixed_offset_zone_crosses_by_value_with_its_name() -> None:
+    # iso8601's FixedOffset(2, 0, "+2:00"): a timezone on its own, and its name kept.
+    named = datetime.timezone(datetime.timedelta(hours=2), "+2:00")
+    for zone in (named, datetime.UTC, datetime.timezone(datetime.timedelta(hours=-3))):
+        back = through(zone)
+        assert type(back) is datetime.timezone and back == zone
+        assert back.tzname(None) == zone.tzname(None)
+    assert through(datetime.UTC) is datetime.UTC
+    assert through(datetime.datetime(2026, 1, 1, tzinfo=named)).tzname() == "+2:00"
+    with pytest.raises(WireError):
+        decode(["tz", [["h", 1]]], unknown)
+
+
 def test_a_fixed_offset_zone_is_plain_and_any_other_is_not() -> None:
     class Zone(datetime.tzinfo):
         def utcoffset(self, dt: datetime.datetime | None) -> datetime.timedelta:

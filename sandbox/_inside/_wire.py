@@ -128,6 +128,7 @@ _BY_VALUE = frozenset(
         datetime.time,
         datetime.datetime,
         datetime.timedelta,
+        datetime.timezone,
         list,
         tuple,
         dict,
@@ -296,14 +297,15 @@ class Memo:
         return self.objects[n]
 
 
-def _tz(value: datetime.tzinfo | None) -> list[int] | bool | None:
-    """A fixed offset as [days, seconds, microseconds]; False: not a plain tzinfo."""
+def _tz(value: datetime.tzinfo | None) -> list[Any] | bool | None:
+    """A fixed offset as [days, seconds, microseconds], and its name when it was given one
+    (iso8601's ``FixedOffset(2, 0, "+2:00")``); False: not a plain tzinfo."""
     if value is None:
         return None
     if type(value) is not datetime.timezone:
         return False
-    offset = value.utcoffset(None)
-    return [offset.days, offset.seconds, offset.microseconds]
+    offset, *named = value.__getinitargs__()  # type: ignore[attr-defined]
+    return [offset.days, offset.seconds, offset.microseconds, *named[:1]]
 
 
 def is_plain(value: object, depth: int = 0) -> bool:
@@ -404,6 +406,8 @@ def _by_value(
         return ["F", encode(value.numerator, other), encode(value.denominator, other)]
     if kind is datetime.timedelta:
         return ["td", value.days, value.seconds, value.microseconds]
+    if kind is datetime.timezone:
+        return ["tz", _tz(value)]
     if kind is datetime.date:
         return ["date", value.toordinal()]
     tz: Any = _tz(value.tzinfo)
@@ -437,8 +441,14 @@ def _zone(tz: Any, other: Callable[[list[Any]], Any]) -> datetime.tzinfo | None:
         if not isinstance(found, datetime.tzinfo):
             raise WireError("a datetime's zone that is not a tzinfo")
         return found
-    days, seconds, micros = (_int(x) for x in tz)
+    if type(tz) is not list or len(tz) not in (3, 4):
+        raise WireError("a zone that is not [days, seconds, microseconds, name?]")
+    days, seconds, micros = (_int(x) for x in tz[:3])
     offset = datetime.timedelta(days=days, seconds=seconds, microseconds=micros)
+    if len(tz) == 4:
+        if type(tz[3]) is not str:
+            raise WireError("a zone's name that is not text")
+        return datetime.timezone(offset, tz[3])
     return datetime.UTC if not offset else datetime.timezone(offset)
 
 
@@ -579,6 +589,10 @@ def _value(
         return datetime.timedelta(days=days, seconds=seconds, microseconds=micros)
     if tag == "date":
         return datetime.date.fromordinal(_int(data[1]))
+    if tag == "tz" and len(data) == 2 and type(data[1]) is list:
+        if not data[1] or type(data[1][0]) is not int:
+            raise WireError("bad 'tz' value: not a fixed offset")
+        return _zone(data[1], other)
     if tag == "time":
         hour, minute, second, micro, fold = (_int(x) for x in data[1:6])
         return datetime.time(hour, minute, second, micro, tzinfo=_zone(data[6], other), fold=fold)
