@@ -459,3 +459,8 @@ def test_containers_read_from_the_other_side_are_kept_in_step() -> None:
         with pytest.raises(WireError):
             receiver.apply(bad, unknown)
     receiver.apply([[99, ["d", []]]], unknown)  # one no longer held: nothing to do
+    # A change that cannot cross is refused once; the container is then a plain copy.
+    copy["thing"] = object()
+    with pytest.raises(Other):
+        receiver.changes(refuse)
+    assert receiver.changes(refuse) == [] and 7 not in receiver.held
