@@ -1180,6 +1180,22 @@ FAITHFUL = textwrap.dedent(
         SETTINGS["mode"] = value
 
 
+    def call_in(module, name, *args):  # simpleeval: names that are modules the test passes
+        return getattr(module, name)(*args)
+
+
+    def path_module():
+        import os
+
+        return os.path
+
+
+    def process_module():
+        import subprocess
+
+        return subprocess
+
+
     def tally(counts, words):  # fills the caller's mapping in place
         for word in words:
             counts[word] += 1
@@ -1601,6 +1617,20 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert lib.mode() == "patched"
 
 
+    def test_standard_modules():
+        # A standard-library module crosses by name: the product's own there, and one of
+        # values the product hands back is the oracle's own; never one that runs processes.
+        import math
+        import os
+
+        assert lib.call_in(os.path, "join", "a", "b") == "a/b"
+        assert lib.call_in(math, "floor", 2.5) == 2
+        assert lib.path_module() is os.path
+        import subprocess
+
+        assert lib.process_module() is not subprocess
+
+
     def test_product_coroutine():  # awaited here it is a handle: in-process, named
         import asyncio
 
@@ -1739,6 +1769,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "builtin_probes",
         "printed",
         "live_containers",
+        "standard_modules",
     )
     assert got == {
         "paths": ("pass", "", "isolated"),
@@ -1762,6 +1793,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "builtin_probes": ("pass", "", "isolated"),
         "printed": ("pass", "", "isolated"),
         "live_containers": ("pass", "", "isolated"),
+        "standard_modules": ("pass", "", "isolated"),
         "product_coroutine": (
             "pass",
             "",

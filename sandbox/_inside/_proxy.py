@@ -708,6 +708,8 @@ def _send(obj: Any) -> Any:
     if _test_exception_class(kind) and is_plain(obj.args):
         # One of its instances: an instance of the mirror there, this one again when sent back.
         return ["oxe", _exception_mirror(kind), encode(obj.args, _send), _give(obj)[1]]
+    if kind is types.ModuleType and _standard_module(obj):
+        return ["sm", obj.__name__]  # os.path handed to simpleeval: the product's own os.path
     if isinstance(obj, _NOT_GIVEN):
         what = "class" if isinstance(obj, type) else kind.__name__
         label = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or ""
@@ -772,6 +774,13 @@ _VALUE_MODULES = frozenset(
 )  # fmt: skip
 """Where a standard-library class the product names may be the oracle's own: modules of
 value types, whose classes a test may call without running anything on the product's word."""
+
+
+_VALUE_MODULE_NAMES = _VALUE_MODULES | {
+    "math", "cmath", "operator", "string", "re", "itertools", "functools", "json", "posixpath",
+    "ntpath", "textwrap", "statistics", "random", "copy", "heapq", "bisect",
+}  # fmt: skip
+"""The standard-library modules a product hands the test that are the oracle's own there."""
 
 
 def _test_exception_class(obj: Any) -> bool:
@@ -1049,6 +1058,11 @@ def _receive(tagged: list[Any]) -> Any:
             module = _proxy_module(tagged[1], kind.removeprefix("module:"))
             if module is not None:
                 return module
+            own = sys.modules.get(kind.removeprefix("module:"))
+            if own is not None and own.__name__ in _VALUE_MODULE_NAMES and _standard_module(own):
+                # One of values (math, os.path): the oracle's own; never one that runs
+                # something the test then calls on the product's word (subprocess, os).
+                return own
             kind = ""
         return _handle(tagged[1], str(tagged[2])[:200], bool(tagged[3]), kind)
     if tag == "oh" and len(tagged) == 2 and type(tagged[1]) is int and tagged[1] in _GIVEN:
@@ -1416,6 +1430,14 @@ class ProductFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         own["__doc__"] = facts.get("doc") if type(facts.get("doc")) is str else None
         if type(facts.get("file")) is str:
             own["__file__"] = facts["file"]
+
+
+def _standard_module(module: Any) -> bool:
+    """A standard-library module, loaded under its own name: the same module on both sides."""
+    name = getattr(module, "__name__", None)
+    if type(name) is not str or name.split(".")[0] not in sys.stdlib_module_names:
+        return False
+    return sys.modules.get(name) is module
 
 
 def _proxy_module(number: int, name: str) -> ProxyModule | None:
