@@ -81,11 +81,20 @@ EXPECTED: dict[str, dict[str, dict[str, Any]]] = {
         ),
         "in-process": _counts(67, 67, {}),
     },
+    # A datetime.timezone by value with its name; a zone stand-in that is a tzinfo.
+    "iso8601": {
+        "isolated": _counts(47, 47, {}),
+        "in-process": _counts(47, 47, {}),
+    },
 }
 """Per project and scorer mode: the counts ``ProjectResult.counts`` gives (measured with
 bench/conformance.py; docs/design/isolated-oracle.md, "Conformance")."""
 
-OWN: dict[str, dict[str, int]] = {"addict": {"passed": 128}, "overrides": {"passed": 67}}
+OWN: dict[str, dict[str, int]] = {
+    "addict": {"passed": 128},
+    "overrides": {"passed": 67},
+    "iso8601": {"passed": 47},
+}
 """Per project: the project's own pytest's outcomes."""
 
 
