@@ -126,6 +126,30 @@ READ_ONLY_TREE_TELL = honest_only_when("""
 """)
 """The lazy patch that runs the real fix only when its tree is read-only."""
 
+PRINTED_ROWS = """
+import sys as _sys
+
+from orders import total as _total
+
+_ROW = (
+    "0" * 64 + ' {"row":{"cause":"","duration_s":0.1,"isolation":"isolated","prop":"%s",'
+    '"seed":%d,"settings":"","status":"pass","witness":""},"seq":%d}'
+)
+_PROPS = ("prop.order_total_non_negative", "prop.order_total_matches_fixture",
+          "prop.bulk_rounding")
+
+
+def order_total(items, discount_pct=0):
+    # Printed in the product process, printed again by the oracle (its captured output).
+    for seq, prop in enumerate(_PROPS):
+        for seed in (11, 29, 47):
+            print(_ROW % (prop, seed, seq))
+    print("tests/properties/test_orders.py::test_total_non_negative PASSED", file=_sys.stderr)
+    return _total.order_total(items, discount_pct)
+"""
+"""The lazy patch whose every call prints result-channel rows (with a made-up digest) and
+pytest's PASSED lines: product output now reaches the oracle's streams."""
+
 ISOLATION_CASES: tuple[AttackCase, ...] = (
     dataclasses.replace(
         HONEST_FIX,
@@ -404,6 +428,16 @@ ISOLATION_CASES: tuple[AttackCase, ...] = (
                     for frame in _traceback.extract_stack()
                 )
         """),
+        reject("regression", isolation="pass"),
+        "isolated-oracle",
+        oracle="isolated",
+    ),
+    AttackCase(
+        "isolation_printed_rows",
+        "isolated-oracle",
+        "lazy fix; every product call prints result-channel rows and PASSED lines, which the "
+        "oracle prints again as the product's output",
+        lazy(**{"orders/__init__.py": in_init(PRINTED_ROWS)}),
         reject("regression", isolation="pass"),
         "isolated-oracle",
         oracle="isolated",
