@@ -763,8 +763,9 @@ def _answer(request: dict[str, Any]) -> bytes:
 
 
 class _Printed(io.BytesIO):
-    """What one call prints, kept up to ``PRINTED_MAX_CHARS`` bytes; beyond, the bytes go
-    on to the process's own stream, whose output limit ends a product that floods."""
+    """What one call prints: written on to the process's own stream as it comes (the run's
+    evidence keeps it, and its output limit ends a product that floods), and kept up to
+    ``PRINTED_MAX_CHARS`` bytes for the reply."""
 
     def __init__(self, beyond: Any) -> None:
         super().__init__()
@@ -772,9 +773,6 @@ class _Printed(io.BytesIO):
         self.cut = 0
 
     def write(self, data: Any) -> int:
-        if self.tell() + len(data) <= PRINTED_MAX_CHARS:
-            return super().write(data)
-        self.cut += len(data)
         try:
             target = getattr(self.beyond, "buffer", None)
             if target is not None:
@@ -782,6 +780,9 @@ class _Printed(io.BytesIO):
                 target.flush()
         except (OSError, ValueError):
             pass
+        if self.tell() + len(data) <= PRINTED_MAX_CHARS:
+            return super().write(data)
+        self.cut += len(data)
         return len(data)
 
 
@@ -799,7 +800,7 @@ def _captured_text(stream: io.TextIOWrapper) -> str:
     except (ValueError, OSError, AttributeError):  # product code closed or replaced it
         return ""
     if kept.cut:
-        text += f"\n[patchwarden: {kept.cut} more bytes printed, written to the run's output]\n"
+        text += f"\n[patchwarden: {kept.cut} more bytes printed, kept in the run's output]\n"
     return text
 
 

@@ -89,9 +89,9 @@ def abcs_of(obj: Any) -> list[str]:
 
 
 PRINTED_MAX_CHARS = 1_000_000
-"""Bytes of product code's ``print`` output one reply carries per stream; beyond, the output
-goes to the product process's own stream (whose output limit ends a flood), and the reply
-says how much."""
+"""Bytes of product code's ``print`` output one reply carries per stream (all of it also goes
+to the product process's own stream: the run's evidence, whose output limit ends a flood);
+beyond, the reply says how much more there was."""
 
 
 ZONE_METHODS = frozenset({"utcoffset", "dst", "tzname", "fromutc"})
