@@ -212,6 +212,14 @@ def test_eight_agents_on_two_repositories_each_get_their_own_verdict(hosted: Hos
         listing = http.get("/workspaces", headers=hosted.operator).json()["workspaces"]
         assert {w["id"] for w in listing} == {c["id"] for c in created}
         assert not any(c["token"] in json.dumps(listing) for c in created)
+        # A workspace is prepared after its 201 (its worktree, its env): counted once every
+        # one says it is ready (a bound on waiting, not a timing claim).
+        deadline = time.monotonic() + 300
+        while not all(w["ready"] for w in listing) and time.monotonic() < deadline:
+            assert not any(w["error"] for w in listing), listing
+            time.sleep(0.2)
+            listing = http.get("/workspaces", headers=hosted.operator).json()["workspaces"]
+        assert all(w["ready"] for w in listing), listing
         for repo in hosted.repos:
             assert len(_worktrees(repo)) == AGENTS // 2  # each workspace its own worktree
 
