@@ -608,15 +608,19 @@ REACHES = (
 
 def test_product_code_cannot_reach_the_oracle_through_its_objects(tree: Path) -> None:
     # Each read is refused (the product sees AttributeError and says "refused", so the
-    # property's assertion would hold): the example still fails, as an overreach.
+    # property's assertion would hold): the example still fails, as an overreach. A name
+    # the object does not have is answered as the object would, with no failure.
     got = run(tree, *(f"reach_{step}" for step in REACHES), "price")
     where = f"tests/test_props.py:{line_of('assert shop.reach(step')}"
     assert got == {
         **{
             f"reach_{step}": ("fail", f"prop.reach_{step}|ProductOverreach|{where}", "isolated")
             for step in REACHES
-            if step != "globals"
+            if step not in ("globals", "mro")
         },
+        # An instance has no __mro__ (its class here is the proxy's own): AttributeError,
+        # as in one process, and nothing of the oracle's reached.
+        "reach_mro": ("pass", "", "isolated"),
         # A function of the test's shows inspect its parameters (inspect.signature reads
         # its __globals__ too): its namespace here is empty, the oracle's is not reached.
         "reach_globals": ("fail", f"prop.reach_globals|KeyError|{where}", "isolated"),
@@ -1264,6 +1268,30 @@ FAITHFUL = textwrap.dedent(
         return dict(func.__annotations__)
 
 
+    def wrap_trace(obj):  # boltons' debugutils.wrap_trace: every attribute, subclassed
+        def wrap_method(name, method):
+            def wrapped(*a, **kw):
+                return method(*a[1:], **kw)  # called as a method of the subclass
+
+            return wrapped
+
+        attrs = {}
+        for name in dir(obj):
+            try:
+                value = getattr(obj, name)
+            except Exception:
+                continue
+            if callable(value) and name not in ("__new__", "__getattribute__", "__setattr__"):
+                attrs[name] = wrap_method(name, value)
+        trace_type = type("Traced" + obj.__class__.__name__, (obj.__class__,), attrs)
+        for cls in trace_type.__mro__:
+            try:
+                return cls.__new__(trace_type)
+            except Exception:
+                pass
+        raise TypeError("unable to wrap_trace")
+
+
     from .retry import BACKOFF  # binds the submodule lib.retry on the package...
 
 
@@ -1598,6 +1626,15 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert lib.arity(lambda a, b: a) == 2
 
 
+    def test_traced():
+        # boltons' wrap_trace reads every attribute of a test's namedtuple (dunders among
+        # them) and subclasses its class: what the object has not to give is not given.
+        import collections
+
+        Target = collections.namedtuple("Target", "x y z")
+        assert lib.wrap_trace(Target(1, 2, 3)) == (1, 2, 3)
+
+
     def test_printed(capsys):
         # What product code prints is printed in the oracle, where capsys sees it.
         assert lib.shout("hi") == 2
@@ -1770,6 +1807,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "printed",
         "live_containers",
         "standard_modules",
+        "traced",
     )
     assert got == {
         "paths": ("pass", "", "isolated"),
@@ -1794,6 +1832,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "printed": ("pass", "", "isolated"),
         "live_containers": ("pass", "", "isolated"),
         "standard_modules": ("pass", "", "isolated"),
+        "traced": ("pass", "", "isolated"),
         "product_coroutine": (
             "pass",
             "",

@@ -983,11 +983,14 @@ def _serve_callback(link: _Link, message: dict[str, Any]) -> dict[str, Any]:
             name = str(args[0]) if len(args) == 1 and type(args[0]) is str else ""
             if name in _DESCRIBED and isinstance(obj, _DESCRIBABLE) and not _machinery_code(obj):
                 return {"ok": encode(_described(obj, name), _send)}
-            if name in _INTERNALS and isinstance(obj, _BUILTIN_CODE) and not hasattr(obj, name):
+            if not name or _machinery(type(obj)):
+                return _overreach(link, obj, name[:80] or "?")
+            if name in _INTERNALS and not hasattr(obj, name):
                 # What the object itself would answer (funcy's curry asks a builtin for its
-                # __code__, a method descriptor for __wrapped__): it has none to give.
+                # __code__, boltons' wrap_trace a namedtuple for its __dict__): it has none
+                # to give, here as in one process.
                 raise AttributeError(name)
-            if not name or name in _INTERNALS or _machinery(type(obj)):
+            if name in _INTERNALS:
                 return _overreach(link, obj, name[:80] or "?")
             if _own_attribute(obj, name):
                 return {"ok": encode(vars(obj)[name], _send)}
