@@ -1268,6 +1268,32 @@ FAITHFUL = textwrap.dedent(
         return dict(func.__annotations__)
 
 
+    class Invalid(Exception):  # voluptuous' errors: exceptions held as values
+        pass
+
+
+    class EmailInvalid(Invalid):
+        pass
+
+
+    class MultipleInvalid(Invalid):
+        def __init__(self, errors):
+            self.errors = errors
+            super().__init__(errors)
+
+
+    def validate_all(values):
+        raise MultipleInvalid([EmailInvalid(f"bad {v}") for v in values])
+
+
+    def problems():
+        return [ValueError("one"), KeyError("two")]
+
+
+    def is_one_of(error, errors):
+        return any(error is e for e in errors)
+
+
     def wrap_trace(obj):  # boltons' debugutils.wrap_trace: every attribute, subclassed
         def wrap_method(name, method):
             def wrapped(*a, **kw):
@@ -1626,6 +1652,20 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert lib.arity(lambda a, b: a) == 2
 
 
+    def test_exception_values():
+        # An exception the product holds as a value is an instance of its class here, as a
+        # raised one is, the same object each time, and the product's own when sent back.
+        with pytest.raises(lib.MultipleInvalid) as ctx:
+            lib.validate_all(["a", "b"])
+        first = ctx.value.errors[0]
+        assert isinstance(first, lib.EmailInvalid) and isinstance(first, lib.Invalid)
+        assert str(first) == "bad a" and ctx.value.errors[0] is first
+        assert lib.is_one_of(first, ctx.value.errors)
+        one, two = lib.problems()
+        assert isinstance(one, ValueError) and one.args == ("one",)
+        assert isinstance(two, KeyError)
+
+
     def test_traced():
         # boltons' wrap_trace reads every attribute of a test's namedtuple (dunders among
         # them) and subclasses its class: what the object has not to give is not given.
@@ -1808,6 +1848,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "live_containers",
         "standard_modules",
         "traced",
+        "exception_values",
     )
     assert got == {
         "paths": ("pass", "", "isolated"),
@@ -1833,6 +1874,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "live_containers": ("pass", "", "isolated"),
         "standard_modules": ("pass", "", "isolated"),
         "traced": ("pass", "", "isolated"),
+        "exception_values": ("pass", "", "isolated"),
         "product_coroutine": (
             "pass",
             "",

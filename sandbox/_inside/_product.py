@@ -171,6 +171,13 @@ def _out(obj: Any) -> Any:
         described = _class_of_exception(obj)
         if described[0] != "bad":
             return described  # one that does not cross as itself is a plain handle
+    if isinstance(obj, Exception) and _class_of_exception(type(obj))[0] != "bad":
+        # An exception as a value (voluptuous' MultipleInvalid.errors): an instance of its
+        # class there, as a raised one is (``isinstance(e, EmailInvalid)``), this one again
+        # when sent back.
+        raised = _raised(obj, with_traceback=False)["raise"]
+        if "cls" in raised:
+            return ["xv", raised]
     if type(obj) in REBUILT_TYPES:
         oracle = ORACLE_REBUILT_IDS.get(id(obj))
         if oracle is not None and ORACLE_PROXIES.get(oracle) is obj:
@@ -682,15 +689,15 @@ def _warned(issued: warnings.WarningMessage) -> list[Any]:
     return [_class_of_exception(issued.category), text, str(issued.filename), int(issued.lineno)]
 
 
-def _raised(exc: BaseException) -> dict[str, Any]:
+def _raised(exc: BaseException, with_traceback: bool = True) -> dict[str, Any]:
     """A product exception as data: its class, its args (when plain), its text and the
-    product-side traceback."""
+    product-side traceback (none for one that crosses as a value)."""
     try:
         text = str(exc)
     except BaseException:
         text = f"<{type(exc).__qualname__}: str() failed>"
     try:
-        tb = "".join(traceback.format_exception(exc))[-TRACEBACK_CHARS:]
+        tb = "".join(traceback.format_exception(exc))[-TRACEBACK_CHARS:] if with_traceback else ""
     except BaseException:
         tb = ""
     own = getattr(exc, "__dict__", None)

@@ -412,6 +412,7 @@ as the standard library's own object (sandbox/_inside/_wire.py ``REBUILT_TYPES``
 ``type[Base[KT, VT]]``, ``get_args`` and an annotation."""
 _REBUILT_HANDLES: dict[int, int] = {}  # id(an object rebuilt here) -> the product's handle
 _EXCEPTION_CLASSES: dict[int, type[BaseException] | None] = {}
+_EXCEPTION_VALUES: dict[int, BaseException] = {}  # the product's handle -> its exception here
 _REMOTE_DUNDERS = frozenset(
     {"__name__", "__qualname__", "__module__", "__doc__", "__all__", "__wrapped__"}
 )  # fmt: skip
@@ -689,11 +690,11 @@ def _send(obj: Any) -> Any:
             return ["rbo", _give(obj)[1], *parts]
     if type(obj) is ProxyModule:
         return ["h", _module_dict(obj)["__pw_handle__"]]
-    number = getattr(type(obj), "__pw_handle__", None) if isinstance(obj, BaseException) else None
     if isinstance(obj, type) and "__pw_handle__" in obj.__dict__:
         return ["h", obj.__dict__["__pw_handle__"]]
-    if number is not None and "__pw_exc__" in vars(obj):
-        return ["h", vars(obj)["__pw_exc__"]]
+    own = getattr(obj, "__dict__", None) if isinstance(obj, BaseException) else None
+    if type(own) is dict and own.get(FROM_PRODUCT) is True and type(own.get("__pw_exc__")) is int:
+        return ["h", own["__pw_exc__"]]  # one the product raised or handed over: its own
     name = getattr(obj, "__name__", None)
     if type(name) is str and getattr(builtins, name, None) is obj:
         return ["bt", name]
@@ -1098,6 +1099,18 @@ def _receive(tagged: list[Any]) -> Any:
             _REBUILT[tagged[1]] = found
             _REBUILT_HANDLES[id(found)] = tagged[1]
         return found
+    if tag == "xv" and len(tagged) == 2 and type(tagged[1]) is dict and type(tagged[1].get("h")) is int:
+        # A product exception as a value: an instance of its class here, one per product
+        # object (the same one again each time it crosses).
+        raised, number = tagged[1], tagged[1]["h"]
+        found = _EXCEPTION_VALUES.get(number)
+        if found is None:
+            if type(raised.get("cls")) is not list or _exception_class(raised["cls"]) is None:
+                return _handle(number, "Exception", False, "")  # a class that does not cross
+            found = _exception(raised)
+            if len(_EXCEPTION_VALUES) < 65536:
+                _EXCEPTION_VALUES[number] = found
+        return found
     if tag in ("bx", "sx", "xc", "bad"):
         cls = _exception_class(tagged)
         if cls is None:
@@ -1237,7 +1250,7 @@ def _exception(raised: Any) -> BaseException:
     exc.args = args
     if cls.__module__ != "builtins" and "__pw_handle__" in cls.__dict__:
         vars(exc)["__pw_str__"] = text
-    if cls.__module__ != "builtins" and type(raised.get("h")) is int and hasattr(exc, "__dict__"):
+    if type(raised.get("h")) is int and hasattr(exc, "__dict__"):
         vars(exc)["__pw_exc__"] = raised["h"]  # raised back into the product: its own again
     tb = raised.get("tb")
     if type(tb) is str and tb:
