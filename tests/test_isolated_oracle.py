@@ -189,8 +189,9 @@ PRODUCT = textwrap.dedent(
             elif step == "mro":
                 local = type(x).__mro__  # the proxy's own classes, of this process
                 found = [c for c in local if "test_props" in repr(c)] or x.__mro__
-            elif step == "dict":
-                found = x.__dict__
+            elif step == "dict":  # its own attributes are a live view: never a private name
+                x.__dict__["_pw_verdict"] = "pass"
+                found = "set"
             elif step == "bound":
                 found = x.check.__self__
             elif step == "set_code":
@@ -1268,6 +1269,37 @@ FAITHFUL = textwrap.dedent(
         return dict(func.__annotations__)
 
 
+    class cached_property:  # funcy's: a product descriptor in a test's class
+        def __init__(self, fget):
+            self.fget = fget
+            self.__doc__ = getattr(fget, "__doc__")
+
+        def __get__(self, instance, type=None):
+            if instance is None:
+                return self
+            res = instance.__dict__[self.fget.__name__] = self.fget(instance)
+            return res
+
+
+    class cached_readonly(cached_property):
+        def __set__(self, instance, value):
+            raise AttributeError("property is read-only")
+
+
+    def wrap_prop(ctx):  # funcy's: the test's property, under the test's context manager
+        def decorator(prop):
+            class WrapperProp:
+                def __get__(self, instance, type=None):
+                    if instance is None:
+                        return self
+                    with ctx:
+                        return prop.__get__(instance, type)
+
+            return WrapperProp()
+
+        return decorator
+
+
     class Invalid(Exception):  # voluptuous' errors: exceptions held as values
         pass
 
@@ -1652,6 +1684,54 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert lib.arity(lambda a, b: a) == 2
 
 
+    def test_descriptors():
+        # A product descriptor in a test's class is one here: Python asks it with the
+        # test's instance, and what it writes into the instance's __dict__ is there.
+        calls = []
+
+        class A:
+            @lib.cached_property
+            def prop(self):
+                "prop doc"
+                calls.append(1)
+                return 7
+
+            @lib.cached_readonly
+            def fixed(self):
+                return 8
+
+        a = A()
+        assert a.prop == 7 and a.prop == 7 and calls == [1]
+        a.prop = 42
+        assert a.prop == 42
+        del a.prop
+        assert a.prop == 7 and calls == [1, 1]
+        assert A.prop.__doc__ == "prop doc"
+        assert a.fixed == 8
+        with pytest.raises(AttributeError, match="read-only"):
+            a.fixed = 9
+
+
+    def test_context_managers():
+        # The test's context manager and property, used by product code as one.
+        entered = []
+
+        class Manager:
+            def __enter__(self):
+                entered.append("in")
+
+            def __exit__(self, *exc):
+                entered.append("out")
+
+        class B:
+            @lib.wrap_prop(Manager())
+            @property
+            def prop(self):
+                return 1
+
+        assert B().prop == 1 and entered == ["in", "out"]
+
+
     def test_exception_values():
         # An exception the product holds as a value is an instance of its class here, as a
         # raised one is, the same object each time, and the product's own when sent back.
@@ -1849,6 +1929,8 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "standard_modules",
         "traced",
         "exception_values",
+        "descriptors",
+        "context_managers",
     )
     assert got == {
         "paths": ("pass", "", "isolated"),
@@ -1875,6 +1957,8 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "standard_modules": ("pass", "", "isolated"),
         "traced": ("pass", "", "isolated"),
         "exception_values": ("pass", "", "isolated"),
+        "descriptors": ("pass", "", "isolated"),
+        "context_managers": ("pass", "", "isolated"),
         "product_coroutine": (
             "pass",
             "",

@@ -155,6 +155,11 @@ def _kind(obj: Any) -> str:
         return "class"
     if isinstance(obj, datetime.tzinfo):
         return "tzinfo"  # the oracle's stand-in is a tzinfo (a datetime's zone there)
+    if getattr(kind, "__get__", None) is not None:
+        # A descriptor (funcy's cached_property in a test's class): one there too, so
+        # Python's attribute lookup calls it with the test's instance, as in one process.
+        data = any(getattr(kind, n, None) is not None for n in ("__set__", "__delete__"))
+        return "data-descriptor" if data else "descriptor"
     return ""
 
 
@@ -251,7 +256,8 @@ def _in(tagged: list[Any]) -> Any:
 
 ORACLE_OPERATIONS = (
     "call", "iter", "next", "len", "getitem", "setitem", "delitem", "contains", "fspath",
-    "tzinfo", *(f"abc.{name}" for name in sorted(CONTAINER_ABCS)),
+    "enter", "exit", "get", "set", "delete", "tzinfo",
+    *(f"abc.{name}" for name in sorted(CONTAINER_ABCS)),
 )  # fmt: skip
 """What an oracle object may offer beyond ``repr``, ``str``, ``bool``, ``hash``, the
 comparisons and reads of its non-dunder attributes (the oracle says which, by its type)."""
@@ -594,6 +600,9 @@ OPS: dict[str, Any] = {
     "dir": lambda obj: sorted(str(name) for name in dir(obj)),
     "vars": lambda obj: dict(vars(obj)),
     "enter": lambda obj: type(obj).__enter__(obj), "exit": _exit_context, "hints": _hints,
+    "get": lambda obj, instance, owner: type(obj).__get__(obj, instance, owner),
+    "set": lambda obj, instance, value: type(obj).__set__(obj, instance, value),
+    "delete": lambda obj, instance: type(obj).__delete__(obj, instance),
     **{op: _method(op) for op in ("eq", "ne", "lt", "le", "gt", "ge")},
     "add": operator.add, "sub": operator.sub,
     "mul": operator.mul, "truediv": operator.truediv, "floordiv": operator.floordiv,

@@ -27,6 +27,7 @@ Part of the program concatenated by sandbox/_inside (``program``).
 from __future__ import annotations
 
 import builtins
+import collections.abc
 import contextlib
 import datetime
 import importlib
@@ -449,7 +450,7 @@ class ProductAlias(typing._GenericAlias, _root=True):  # type: ignore[name-defin
 def _handle(number: int, typename: str, is_callable: bool, kind: str = "") -> Handle:
     found = _HANDLES.get(number)
     if found is None:
-        cls: Any = ZoneHandle if kind == "tzinfo" else Handle
+        cls: Any = _HANDLE_KINDS.get(kind, Handle)
         found = cls.__new__(cls)
         object.__setattr__(found, "_pw_id", number)
         object.__setattr__(found, "_pw_type", typename)
@@ -672,7 +673,38 @@ ZoneHandle: type = type(
 )
 """A product zone (dateutil's ``tzutc()``, pytz's): a ``Handle`` that is a ``tzinfo``, so an
 oracle datetime holds it; what the datetime asks of it (``utcoffset``...) is a request."""
-HANDLE_TYPES = (Handle, ZoneHandle)
+
+
+def _descriptor_get(self: Any, instance: Any, owner: Any = None) -> Any:
+    # The owner is one of the test's classes, which stays here: the product's descriptor
+    # gets None for it (a class access passes no instance either).
+    return _op("get", self, instance, None)
+
+
+def _descriptor_set(self: Any, instance: Any, value: Any) -> None:
+    _op("set", self, instance, value)
+
+
+def _descriptor_delete(self: Any, instance: Any) -> None:
+    _op("delete", self, instance)
+
+
+DescriptorHandle: type = type(
+    "Handle", (Handle,), {"__slots__": (), "__get__": _descriptor_get}
+)
+DataDescriptorHandle: type = type(
+    "Handle",
+    (Handle,),
+    {"__slots__": (), "__get__": _descriptor_get, "__set__": _descriptor_set,
+     "__delete__": _descriptor_delete},
+)  # fmt: skip
+"""A product descriptor (funcy's ``cached_property``) in one of the test's classes: Python's
+attribute lookup here asks it, with the test's instance, as it would in one process (a data
+descriptor before the instance's own attributes)."""
+HANDLE_TYPES = (Handle, ZoneHandle, DescriptorHandle, DataDescriptorHandle)
+_HANDLE_KINDS = {
+    "tzinfo": ZoneHandle, "descriptor": DescriptorHandle, "data-descriptor": DataDescriptorHandle,
+}  # fmt: skip
 
 
 def _send(obj: Any) -> Any:
@@ -761,6 +793,11 @@ _CALLBACKS: dict[str, Any] = {
     "setitem": operator.setitem, "delitem": operator.delitem,
     "contains": lambda obj, item: item in obj, "bool": bool, "repr": repr, "str": str,
     "hash": hash, "fspath": os.fspath, "zone": zone_answer,
+    "enter": lambda obj: type(obj).__enter__(obj),
+    "exit": lambda obj, *exc: type(obj).__exit__(obj, *exc),
+    "get": lambda obj, instance, owner=None: type(obj).__get__(obj, instance, owner),
+    "set": lambda obj, instance, value: type(obj).__set__(obj, instance, value),
+    "delete": lambda obj, instance: type(obj).__delete__(obj, instance),
     # A comparison the product asks of an oracle object: the object's own method, its
     # NotImplemented goes back (the product's _method says why).
     **{op: (lambda name: lambda a, b: getattr(type(a), name)(a, b))(f"__{op}__")
@@ -841,9 +878,14 @@ def _give(obj: Any) -> list[Any]:
         _GIVEN_IDS[id(obj)] = number
     kind = type(obj)
     offers = ["call"] if callable(obj) else []
-    for op in ("iter", "next", "len", "getitem", "setitem", "delitem", "contains", "fspath"):
+    for op in ("iter", "next", "len", "getitem", "setitem", "delitem", "contains", "fspath",
+               "enter", "exit"):  # fmt: skip
         if getattr(kind, f"__{op}__", None) is not None:
             offers.append(op)
+    if not isinstance(obj, _DESCRIBABLE) and getattr(kind, "__get__", None) is not None:
+        # A descriptor of the test's (a property) that product code calls as one (funcy's
+        # wrap_prop: prop.__get__(instance, type)): its own methods, run here.
+        offers += [op for op in ("get", "set", "delete") if hasattr(kind, f"__{op}__")]
     offers += abcs_of(obj)
     if getattr(kind, "__hash__", None) is not None:
         offers.append("hash")
@@ -924,6 +966,58 @@ def _described(obj: Any, name: str) -> Any:
     raise AttributeError(name)
 
 
+class AttributeView(collections.abc.MutableMapping):  # type: ignore[type-arg]
+    """An instance's ``__dict__`` as product code gets it: its own attributes, read and
+    written where they are (never a copy). Keys that are not plain names are the setattr
+    rule's (an overreach)."""
+
+    __slots__ = ("_pw_of",)
+
+    def __init__(self, of: Any) -> None:
+        self._pw_of = of
+
+    def __getitem__(self, key: Any) -> Any:
+        return vars(self._pw_of)[key]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        vars(self._pw_of)[key] = value
+
+    def __delitem__(self, key: Any) -> None:
+        del vars(self._pw_of)[key]
+
+    def __iter__(self) -> Any:
+        return iter(list(vars(self._pw_of)))
+
+    def __len__(self) -> int:
+        return len(vars(self._pw_of))
+
+
+_VIEWS: dict[int, AttributeView] = {}  # id(instance) -> its view (which keeps it alive)
+
+
+def _attribute_view(obj: Any) -> AttributeView:
+    view = _VIEWS.get(id(obj))
+    if view is None or view._pw_of is not obj:
+        view = _VIEWS[id(obj)] = AttributeView(obj)
+    return view
+
+
+def _plain_instance(obj: Any) -> bool:
+    """An instance of the test's own classes (every class of it but ``object`` defined
+    outside the standard library, the test machinery and the product), with a ``__dict__``."""
+    kind = type(obj)
+    if isinstance(obj, (type, *_OPAQUE)) or type(getattr(obj, "__dict__", None)) is not dict:
+        return False
+    return not _machinery(kind) and all(
+        c is object
+        or (
+            str(getattr(c, "__module__", "")).split(".")[0] not in sys.stdlib_module_names
+            and "__pw_handle__" not in c.__dict__
+        )
+        for c in kind.__mro__
+    )
+
+
 def _new_marker(obj: Any, name: str) -> bool:
     """A dunder name a decorator of the product's may set on a test's function
     (``__override__``, ``__final__``): one the function's type does not define (never
@@ -986,6 +1080,10 @@ def _serve_callback(link: _Link, message: dict[str, Any]) -> dict[str, Any]:
                 return {"ok": encode(_described(obj, name), _send)}
             if not name or _machinery(type(obj)):
                 return _overreach(link, obj, name[:80] or "?")
+            if name == "__dict__" and _plain_instance(obj):
+                # What a product descriptor writes its value into (funcy's cached_property:
+                # instance.__dict__[name] = value): the instance's own attributes, live.
+                return {"ok": encode(_attribute_view(obj), _send)}
             if name in _INTERNALS and not hasattr(obj, name):
                 # What the object itself would answer (funcy's curry asks a builtin for its
                 # __code__, boltons' wrap_trace a namedtuple for its __dict__): it has none
@@ -1018,6 +1116,10 @@ def _serve_callback(link: _Link, message: dict[str, Any]) -> dict[str, Any]:
             raise WireError(f"no such callback: {str(op)[:40]}")
         if op in ("setitem", "delitem") and (_machinery(type(obj)) or isinstance(obj, _OPAQUE)):
             return _overreach(link, obj, f"an item of it (to {op.removesuffix('item')} it)")
+        if op in ("setitem", "delitem") and type(obj) is AttributeView:
+            key = args[0] if args else None
+            if type(key) is not str or key[:1] == "_":  # as a setattr: plain names only
+                return _overreach(link, obj._pw_of, f"{str(key)[:80]} (to set it)")
         return {"ok": encode(_CALLBACKS[op](obj, *args, **kwargs), _send)}
     except WireError:
         raise
