@@ -1269,6 +1269,20 @@ FAITHFUL = textwrap.dedent(
         return dict(func.__annotations__)
 
 
+    import contextlib
+
+
+    @contextlib.contextmanager
+    def raises(kind, text=None):  # voluptuous' raises: a product context manager
+        try:
+            yield
+        except kind as e:
+            if text is not None:
+                assert str(e) == text
+        else:
+            raise AssertionError(f"did not raise {kind.__name__}")
+
+
     class cached_property:  # funcy's: a product descriptor in a test's class
         def __init__(self, fget):
             self.fget = fget
@@ -1730,6 +1744,14 @@ FAITHFUL_TESTS = textwrap.dedent(
                 return 1
 
         assert B().prop == 1 and entered == ["in", "out"]
+        # A product context manager around an exception raised here, or by the product.
+        with lib.raises(ValueError, "bad"):
+            raise ValueError("bad")
+        with lib.raises(lib.Invalid):
+            lib.validate_all(["a"])
+        with pytest.raises(AssertionError, match="did not raise"):
+            with lib.raises(KeyError):
+                pass
 
 
     def test_exception_values():
