@@ -522,6 +522,11 @@ def _oracle_exception(raised: Any) -> BaseException:
         type(mirror) is list and len(mirror) == 5 and mirror[0] == "oxc" and type(mirror[1]) is int
     ):
         cls = _exception_mirror(mirror)
+    elif type(raised.get("product")) is int:
+        # One of this side's exception classes, which the test raised (its handle here).
+        found = OBJECTS.get(raised["product"])
+        if isinstance(found, type) and issubclass(found, Exception):
+            cls = found
     if not (isinstance(cls, type) and issubclass(cls, Exception)):
         return OracleAbort(str(raised.get("abort", "the oracle's callback ended the call")))
     args: Any = (str(raised.get("str", "")),)
@@ -709,6 +714,10 @@ def _raised(exc: BaseException, with_traceback: bool = True) -> dict[str, Any]:
         tb = "".join(traceback.format_exception(exc))[-TRACEBACK_CHARS:] if with_traceback else ""
     except BaseException:
         tb = ""
+    try:
+        shown = repr(exc)[:2000]
+    except BaseException:
+        shown = None
     own = getattr(exc, "__dict__", None)
     if type(own) is dict and type(own.get("_pw_oracle")) is int:
         return {"raise": {"oracle": own["_pw_oracle"], "tb": tb}}
@@ -718,6 +727,7 @@ def _raised(exc: BaseException, with_traceback: bool = True) -> dict[str, Any]:
             "cls": _class_of_exception(type(exc)),
             "args": args,
             "str": text,
+            "repr": shown,
             "tb": tb,
             "h": _handle(exc),
         }

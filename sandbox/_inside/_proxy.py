@@ -884,7 +884,8 @@ def _give(obj: Any) -> list[Any]:
                "enter", "exit"):  # fmt: skip
         if getattr(kind, f"__{op}__", None) is not None:
             offers.append(op)
-    if not isinstance(obj, _DESCRIBABLE) and getattr(kind, "__get__", None) is not None:
+    describes = type(obj) is property or not isinstance(obj, (*_OPAQUE, *_BUILTIN_CODE))
+    if describes and getattr(kind, "__get__", None) is not None:
         # A descriptor of the test's (a property) that product code calls as one (funcy's
         # wrap_prop: prop.__get__(instance, type)): its own methods, run here.
         offers += [op for op in ("get", "set", "delete") if hasattr(kind, f"__{op}__")]
@@ -1147,6 +1148,11 @@ def _crossing(link: _Link, exc: BaseException) -> dict[str, Any]:
             text = type(exc).__name__
         args = encode(exc.args, _send) if is_plain(exc.args) else None
         crossing = {"bx": base.__name__, "args": args, "str": text, "oracle": _give(exc)[1]}
+        product = next((c for c in type(exc).__mro__ if "__pw_handle__" in c.__dict__), None)
+        if product is not None:
+            # One of the product's classes the test raised (voluptuous' validators raise
+            # Invalid): an instance of that class there, so product code's `except` takes it.
+            crossing["product"] = product.__dict__["__pw_handle__"]
         if _test_exception_class(type(exc)):
             crossing["mirror"] = _exception_mirror(type(exc))  # raised there as a MyError
             # A library's (pytz's NonExistentTimeError, from the test's zone): the product's
@@ -1266,6 +1272,7 @@ def _exception_class(desc: list[Any]) -> type[BaseException] | None:
             "__pw_handle__": desc[1],
             "__getattr__": _exception_attribute,
             "__str__": _exception_text,
+            "__repr__": _exception_repr,
         }
         try:
             made = type(str(desc[4]), tuple(bases), namespace)  # type: ignore[arg-type]
@@ -1285,6 +1292,11 @@ def _exception_attribute(self: BaseException, name: str) -> Any:
 def _exception_text(self: BaseException) -> str:
     text = vars(self).get("__pw_str__")
     return text if type(text) is str else BaseException.__str__(self)
+
+
+def _exception_repr(self: BaseException) -> str:
+    text = vars(self).get("__pw_repr__")  # the product's own repr (voluptuous' errors list)
+    return text if type(text) is str else BaseException.__repr__(self)
 
 
 _WARNED_AT: dict[str, dict[Any, Any]] = {}
@@ -1354,6 +1366,8 @@ def _exception(raised: Any) -> BaseException:
     exc.args = args
     if cls.__module__ != "builtins" and "__pw_handle__" in cls.__dict__:
         vars(exc)["__pw_str__"] = text
+        if type(raised.get("repr")) is str:
+            vars(exc)["__pw_repr__"] = raised["repr"][:2000]
     if type(raised.get("h")) is int and hasattr(exc, "__dict__"):
         vars(exc)["__pw_exc__"] = raised["h"]  # raised back into the product: its own again
     tb = raised.get("tb")
