@@ -1342,6 +1342,13 @@ FAITHFUL = textwrap.dedent(
             return f"invalid: {e}"
 
 
+    def nap(seconds):  # funcy's retry: time.sleep between tries
+        import time
+
+        time.sleep(seconds)
+        return seconds
+
+
     def problems():
         return [ValueError("one"), KeyError("two")]
 
@@ -1832,6 +1839,25 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert lib.process_module() is not subprocess
 
 
+    def test_shared_patch(monkeypatch):  # time.sleep of the oracle is not the product's
+        slept = []
+        monkeypatch.setattr("time.sleep", slept.append)
+        assert lib.nap(5) == 5 and slept == [5]
+
+
+    def test_shared_mock():
+        from unittest import mock
+
+        with mock.patch("time.sleep") as sleep:
+            lib.nap(5)
+        assert sleep.call_count == 1
+
+
+    def test_shared_env(monkeypatch):
+        monkeypatch.setenv("PW_MODE", "loud")
+        assert lib.call_in(__import__("os"), "getenv", "PW_MODE") == "loud"
+
+
     def test_product_coroutine():  # awaited here it is a handle: in-process, named
         import asyncio
 
@@ -1975,6 +2001,9 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "exception_values",
         "descriptors",
         "context_managers",
+        "shared_patch",
+        "shared_mock",
+        "shared_env",
     )
     assert got == {
         "paths": ("pass", "", "isolated"),
@@ -2016,6 +2045,20 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
             "Expected a SearchStrategy but got n=integers(min_value=0, max_value=9) (type=Handle)",
         ),
         "subclass_alias": ("pass", "", "in-process: the property subclasses a product class"),
+        # A patch of a module the product process has its own copy of (funcy's retry
+        # tests patch time.sleep): in one process product code would see it.
+        **{
+            f"shared_{how}": (
+                "pass",
+                "",
+                f"in-process: the property {what}, which the product process does not share",
+            )
+            for how, what in (
+                ("patch", "patches time.sleep"),
+                ("mock", "patches time.sleep"),
+                ("env", "sets the environment variable PW_MODE"),
+            )
+        },
         # Each sandbox has a /tmp of its own: a path there names nothing in the other.
         "tmp_path": (
             "pass",

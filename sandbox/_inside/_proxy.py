@@ -691,9 +691,7 @@ def _descriptor_delete(self: Any, instance: Any) -> None:
     _op("delete", self, instance)
 
 
-DescriptorHandle: type = type(
-    "Handle", (Handle,), {"__slots__": (), "__get__": _descriptor_get}
-)
+DescriptorHandle: type = type("Handle", (Handle,), {"__slots__": (), "__get__": _descriptor_get})
 DataDescriptorHandle: type = type(
     "Handle",
     (Handle,),
@@ -1209,7 +1207,12 @@ def _receive(tagged: list[Any]) -> Any:
             _REBUILT[tagged[1]] = found
             _REBUILT_HANDLES[id(found)] = tagged[1]
         return found
-    if tag == "xv" and len(tagged) == 2 and type(tagged[1]) is dict and type(tagged[1].get("h")) is int:
+    if (
+        tag == "xv"
+        and len(tagged) == 2
+        and type(tagged[1]) is dict
+        and type(tagged[1].get("h")) is int
+    ):
         # A product exception as a value: an instance of its class here, one per product
         # object (the same one again each time it crosses).
         raised, number = tagged[1], tagged[1]["h"]
@@ -1600,6 +1603,104 @@ def _oracle_own(name: str) -> bool:
     return name == "conftest" or name.startswith("test")
 
 
+def _shared_module(owner: Any, tree: str) -> str | None:
+    """The name of a module the property patches that the product process has its own
+    copy of (the standard library's, an installed library's): None for the product's own
+    (a proxy module: its patches are refused where they are made) and the test's."""
+    if isinstance(owner, str):
+        found = sys.modules.get(owner)
+        while found is None and "." in owner:
+            owner = owner.rpartition(".")[0]
+            found = sys.modules.get(owner)
+        owner = found
+    if isinstance(owner, type) and not isinstance(owner, ProxyModule):
+        module = sys.modules.get(str(getattr(owner, "__module__", "")))
+        owner = module if module is not None else owner
+    if type(owner) is not types.ModuleType or ISOLATION["prop"] is None:
+        return None  # only what a test and its fixtures patch (pytest patches its own too)
+    location = getattr(owner, "__file__", None)
+    if type(location) is str and os.path.realpath(location).startswith(tree + os.sep):
+        return None  # the test's own module (or conftest)
+    name = str(owner.__name__)
+    return None if name.split(".")[0] in ("builtins", "__main__", *_MACHINERY) else name
+
+
+_UNSHARED = "which the product process does not share"
+
+
+def _guard_shared_patches(tree: str) -> None:
+    """A patch the property makes to a module the product process has its own copy of
+    (``monkeypatch.setattr("time.sleep", ...)``, ``mock.patch("time.time")``, an
+    environment variable) changes nothing product code sees there: in one process it does.
+    The test runs in-process instead, named (funcy's retry and throttle tests patch
+    ``time``)."""
+    import unittest.mock
+
+    from _pytest.monkeypatch import MonkeyPatch
+
+    real = {n: getattr(MonkeyPatch, n) for n in ("setattr", "delattr", "setenv", "delenv", "chdir")}
+
+    def checked_setattr(self: Any, target: Any, name: Any, *args: Any, **kwargs: Any) -> Any:
+        # setattr("time.sleep", value) or setattr(owner, "name", value)
+        owner = target.rpartition(".")[0] if isinstance(target, str) else target
+        shared = _shared_module(owner, tree)
+        if shared is not None:
+            what = target if isinstance(target, str) else f"{shared}.{name}"
+            raise _refuse(f"the property patches {str(what)[:120]}, {_UNSHARED}")
+        return real["setattr"](self, target, name, *args, **kwargs)
+
+    def checked_delattr(self: Any, target: Any, *args: Any, **kwargs: Any) -> Any:
+        owner = target.rpartition(".")[0] if isinstance(target, str) else target
+        shared = _shared_module(owner, tree)
+        if shared is not None:
+            raise _refuse(f"the property deletes from {shared}, {_UNSHARED}")
+        return real["delattr"](self, target, *args, **kwargs)
+
+    def checked_env(kind: str, method: str) -> Any:
+        def patched(self: Any, name: Any, *args: Any, **kwargs: Any) -> Any:
+            if ISOLATION["prop"] is None:
+                return real[method](self, name, *args, **kwargs)
+            raise _refuse(
+                f"the property {kind} the environment variable {str(name)[:80]}, {_UNSHARED}"
+            )
+
+        return patched
+
+    MonkeyPatch.setattr = checked_setattr  # type: ignore[method-assign]
+    MonkeyPatch.delattr = checked_delattr  # type: ignore[method-assign]
+    MonkeyPatch.setenv = checked_env("sets", "setenv")  # type: ignore[method-assign]
+    MonkeyPatch.delenv = checked_env("deletes", "delenv")  # type: ignore[method-assign]
+
+    def checked_chdir(self: Any, path: Any) -> Any:
+        if ISOLATION["prop"] is None:
+            return real["chdir"](self, path)
+        raise _refuse(f"the property changes the working directory, {_UNSHARED}")
+
+    MonkeyPatch.chdir = checked_chdir  # type: ignore[method-assign]
+    enter = unittest.mock._patch.__enter__
+
+    def checked_enter(self: Any) -> Any:
+        try:
+            owner = self.getter()
+        except Exception:
+            owner = None
+        shared = _shared_module(owner, tree) if owner is not None else None
+        if shared is not None:
+            raise _refuse(f"the property patches {shared}.{str(self.attribute)[:80]}, {_UNSHARED}")
+        return enter(self)
+
+    unittest.mock._patch.__enter__ = checked_enter  # type: ignore[method-assign]
+    enter_dict = unittest.mock._patch_dict._patch_dict  # type: ignore[attr-defined]
+
+    def checked_dict(self: Any) -> Any:
+        environ = self.in_dict is os.environ or self.in_dict == "os.environ"
+        if environ and ISOLATION["prop"] is not None:
+            raise _refuse(f"the property patches os.environ, {_UNSHARED}")
+        return enter_dict(self)
+
+    unittest.mock._patch_dict._patch_dict = checked_dict  # type: ignore[attr-defined]
+
+
 def install_proxies(
     opts: dict[str, str], tree: str, spec_root: str, layout: Any, targets: Any = ()
 ) -> None:
@@ -1628,3 +1729,4 @@ def install_proxies(
                     own.add(inner.replace(os.sep, ".").removesuffix(".__init__"))
     ISOLATION["finder"] = ProductFinder(names, tree, roots, own)
     sys.meta_path.insert(0, ISOLATION["finder"])
+    _guard_shared_patches(os.path.realpath(tree))
