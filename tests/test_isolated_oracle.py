@@ -1283,6 +1283,20 @@ FAITHFUL = textwrap.dedent(
             raise AssertionError(f"did not raise {kind.__name__}")
 
 
+    class log_errors:  # funcy's: prints the traceback of what the test's block raised
+        def __init__(self, out):
+            self.out = out
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, kind, value, tb):
+            import traceback
+
+            if kind:
+                self.out("".join(traceback.format_exception(kind, value, tb)))
+
+
     class cached_property:  # funcy's: a product descriptor in a test's class
         def __init__(self, fget):
             self.fget = fget
@@ -1773,6 +1787,13 @@ FAITHFUL_TESTS = textwrap.dedent(
         with pytest.raises(AssertionError, match="did not raise"):
             with lib.raises(KeyError):
                 pass
+        log = []
+        with pytest.raises(ZeroDivisionError):
+            with lib.log_errors(log.append):
+                1 / 0
+        assert log[0].startswith("Traceback (most recent call last):")
+        assert 'test_faithful.py", line' in log[0] and "in test_context_managers" in log[0]
+        assert log[0].endswith("ZeroDivisionError: division by zero\\n")
 
 
     def test_exception_values():

@@ -574,6 +574,55 @@ def _exit_context(obj: Any, *exc: Any) -> Any:
     return type(obj).__exit__(obj, *exc)
 
 
+class _StandIn(Exception):
+    pass
+
+
+def _stand_in_traceback(entries: Any) -> types.TracebackType | None:
+    """A traceback here with the file, line and function of each entry of the oracle's
+    (its frames are the test's and stay there): made by running stub functions compiled
+    at those places, so ``traceback.format_exception`` here prints what it would print of
+    the real one in one process (funcy's ``log_errors`` as a context manager)."""
+    if type(entries) is not list or not entries:
+        return None
+    stubs: list[tuple[dict[str, Any], Any]] = []
+    for entry in entries[-32:]:
+        if type(entry) is not list or len(entry) != 3:
+            return None
+        filename, lineno, name = entry
+        if type(filename) is not str or type(lineno) is not int or type(name) is not str:
+            return None
+        ident = name if name.isidentifier() and not keyword.iskeyword(name) else "test"
+        space: dict[str, Any] = {"_pw_next": None}
+        source = "\n" * (min(max(lineno, 1), 1_000_000) - 1)
+        source += f"def {ident}(): _pw_next() if _pw_next else _pw_raise()\n"
+        exec(compile(source, filename[:500], "exec"), space)
+        stubs.append((space, space[ident]))
+    for i, (space, _) in enumerate(stubs):
+        space["_pw_next"] = stubs[i + 1][1] if i + 1 < len(stubs) else None
+        space["_pw_raise"] = _raise_stand_in
+    try:
+        stubs[0][1]()
+    except _StandIn as e:
+        tb = e.__traceback__.tb_next if e.__traceback__ is not None else None
+    else:
+        return None
+    last = tb
+    while last is not None and last.tb_next is not None and last.tb_next.tb_next is not None:
+        last = last.tb_next
+    if last is not None and last.tb_next is not None:
+        last.tb_next = None  # _raise_stand_in's own frame
+    return tb
+
+
+def _raise_stand_in() -> None:
+    raise _StandIn
+
+
+def _exit_traced(obj: Any, kind: Any, value: Any, entries: Any) -> Any:
+    return type(obj).__exit__(obj, kind, value, _stand_in_traceback(entries))
+
+
 def _method(op: str) -> Any:
     """A comparison the oracle asks of a product object: that object's own method
     (``type(a).__eq__(a, b)``), whose ``NotImplemented`` goes back to the oracle, which
@@ -605,6 +654,7 @@ OPS: dict[str, Any] = {
     "dir": lambda obj: sorted(str(name) for name in dir(obj)),
     "vars": lambda obj: dict(vars(obj)),
     "enter": lambda obj: type(obj).__enter__(obj), "exit": _exit_context, "hints": _hints,
+    "exit_traced": _exit_traced,
     "get": lambda obj, instance, owner: type(obj).__get__(obj, instance, owner),
     "set": lambda obj, instance, value: type(obj).__set__(obj, instance, value),
     "delete": lambda obj, instance: type(obj).__delete__(obj, instance),

@@ -44,6 +44,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 import types
 import typing
 import warnings
@@ -593,9 +594,13 @@ class Handle:
         return _op("enter", self)
 
     def __exit__(self, *exc: Any) -> Any:
-        # The traceback stays here (its frames are the test's): the product's context
-        # manager gets None for it, which contextlib's gen.throw takes (voluptuous' raises).
-        return _op("exit", self, *exc[:2], *(None for _ in exc[2:3]))
+        if len(exc) == 3 and isinstance(exc[2], types.TracebackType):
+            # The traceback stays here (its frames are the test's): the product's context
+            # manager gets a stand-in made there with each entry's file, line and function
+            # (funcy's log_errors prints it; contextlib's gen.throw takes it).
+            entries = [[f.filename, f.lineno or 0, f.name] for f in traceback.extract_tb(exc[2])]
+            return _op("exit_traced", self, exc[0], exc[1], entries[-32:])
+        return _op("exit", self, *exc)
 
     def __int__(self) -> int:
         return int(_op("int", self))
