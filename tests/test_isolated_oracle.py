@@ -1363,6 +1363,16 @@ FAITHFUL = textwrap.dedent(
         return seconds
 
 
+    def func_partial(func, *args):  # funcy's: a product function the test's class holds
+        return lambda *more: func(*more, *args)
+
+
+    def arity_of(func):  # funcy's curry on a builtin: inspect reads its signature
+        import inspect
+
+        return len(inspect.signature(func).parameters)
+
+
     def problems():
         return [ValueError("one"), KeyError("two")]
 
@@ -1860,6 +1870,16 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert lib.process_module() is not subprocess
 
 
+    def test_methods_and_builtins():
+        from operator import __add__
+
+        class A:
+            f = lib.func_partial(lambda self, x: (type(self).__name__, x + 1), 10)
+
+        assert A().f() == ("A", 11)
+        assert lib.arity_of(__add__) == 2 and lib.call_in(__import__("math"), "floor", 2.5) == 2
+
+
     def test_shared_patch(monkeypatch):  # time.sleep of the oracle is not the product's
         slept = []
         monkeypatch.setattr("time.sleep", slept.append)
@@ -2025,6 +2045,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "shared_patch",
         "shared_mock",
         "shared_env",
+        "methods_and_builtins",
     )
     assert got == {
         "paths": ("pass", "", "isolated"),
@@ -2053,6 +2074,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "exception_values": ("pass", "", "isolated"),
         "descriptors": ("pass", "", "isolated"),
         "context_managers": ("pass", "", "isolated"),
+        "methods_and_builtins": ("pass", "", "isolated"),
         "product_coroutine": (
             "pass",
             "",

@@ -232,6 +232,13 @@ def _in(tagged: list[Any]) -> Any:
             return sys.modules.get(tagged[1]) or importlib.import_module(tagged[1])
         except ImportError:
             raise WireError(f"no module {tagged[1][:80]} here") from None
+    if tag == "sf" and len(tagged) == 3 and type(tagged[1]) is str and type(tagged[2]) is str:
+        # A C function of a standard-library module the test handed over: this process's own.
+        module = _in(["sm", tagged[1]])
+        found = getattr(module, tagged[2], None)
+        if type(found) is not types.BuiltinFunctionType:
+            raise WireError(f"no function {tagged[1][:80]}.{tagged[2][:80]} here")
+        return found
     if tag == "oxe" and len(tagged) == 4 and type(tagged[1]) is list and type(tagged[3]) is int:
         found = ORACLE_PROXIES.get(tagged[3])
         if found is None:

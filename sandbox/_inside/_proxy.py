@@ -706,9 +706,19 @@ DataDescriptorHandle: type = type(
 """A product descriptor (funcy's ``cached_property``) in one of the test's classes: Python's
 attribute lookup here asks it, with the test's instance, as it would in one process (a data
 descriptor before the instance's own attributes)."""
-HANDLE_TYPES = (Handle, ZoneHandle, DescriptorHandle, DataDescriptorHandle)
+
+
+def _function_get(self: Any, instance: Any, owner: Any = None) -> Any:
+    # A product function in a test's class is a method there, as in one process (funcy's
+    # func_partial): bound here, called with the instance as its first argument.
+    return self if instance is None else types.MethodType(self, instance)
+
+
+FunctionHandle: type = type("Handle", (Handle,), {"__slots__": (), "__get__": _function_get})
+HANDLE_TYPES = (Handle, ZoneHandle, DescriptorHandle, DataDescriptorHandle, FunctionHandle)
 _HANDLE_KINDS = {
     "tzinfo": ZoneHandle, "descriptor": DescriptorHandle, "data-descriptor": DataDescriptorHandle,
+    "function": FunctionHandle,
 }  # fmt: skip
 
 
@@ -748,6 +758,13 @@ def _send(obj: Any) -> Any:
         return ["oxe", _exception_mirror(kind), encode(obj.args, _send), _give(obj)[1]]
     if kind is types.ModuleType and _standard_module(obj):
         return ["sm", obj.__name__]  # os.path handed to simpleeval: the product's own os.path
+    owner = getattr(obj, "__self__", None) if kind is types.BuiltinFunctionType else None
+    if owner is not None and type(owner) is types.ModuleType and _standard_module(owner):
+        name = getattr(obj, "__name__", None)
+        if type(name) is str and getattr(owner, name, None) is obj:
+            # A C function of the standard library (operator.add handed to funcy's curry):
+            # the product's own there, whose signature inspect can read.
+            return ["sf", owner.__name__, name]
     if isinstance(obj, _NOT_GIVEN):
         what = "class" if isinstance(obj, type) else kind.__name__
         label = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or ""
