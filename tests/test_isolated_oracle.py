@@ -1363,6 +1363,16 @@ FAITHFUL = textwrap.dedent(
         return seconds
 
 
+    def copy_names(func):  # funcy's @decorator: functools.wraps on a test's function
+        import functools
+
+        @functools.wraps(func)
+        def wrapper(*args):
+            return func(*args)
+
+        return wrapper
+
+
     def func_partial(func, *args):  # funcy's: a product function the test's class holds
         return lambda *more: func(*more, *args)
 
@@ -1877,6 +1887,11 @@ FAITHFUL_TESTS = textwrap.dedent(
             f = lib.func_partial(lambda self, x: (type(self).__name__, x + 1), 10)
 
         assert A().f() == ("A", 11)
+
+        def func(x):
+            return x
+
+        assert lib.copy_names(func).__module__ == __name__ == func.__module__
         assert lib.arity_of(__add__) == 2 and lib.call_in(__import__("math"), "floor", 2.5) == 2
 
 

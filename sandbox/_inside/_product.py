@@ -422,6 +422,7 @@ def _oracle_class(operations: frozenset[str], hashable: bool) -> type:
         "__getattr__": _oracle_getattr,
         "__setattr__": _oracle_setattr,
         "__doc__": _oracle_described("__doc__", None),
+        "__module__": _oracle_described("__module__", None),
         **{
             name: _shaped(name)
             for name in (
