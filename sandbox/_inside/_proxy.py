@@ -1103,6 +1103,12 @@ def _serve_callback(link: _Link, message: dict[str, Any]) -> dict[str, Any]:
                 return {"ok": encode(_described(obj, name), _send)}
             if not name or _machinery(type(obj)):
                 return _overreach(link, obj, name[:80] or "?")
+            if name == "__module__" and not isinstance(obj, _DESCRIBABLE):
+                # The name of the object's module (text, as functools.wraps copies it).
+                module = getattr(obj, "__module__", None)
+                if type(module) is not str:
+                    raise AttributeError(name)
+                return {"ok": module}
             if name == "__dict__" and _plain_instance(obj):
                 # What a product descriptor writes its value into (funcy's cached_property:
                 # instance.__dict__[name] = value): the instance's own attributes, live.
