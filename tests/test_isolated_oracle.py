@@ -1353,7 +1353,8 @@ FAITHFUL = textwrap.dedent(
         try:
             return check(value)
         except Invalid as e:
-            return f"invalid: {e}"
+            e.args = (f"{e} @ data[0]",)  # voluptuous adds the path to the message
+            raise MultipleInvalid([e])
 
 
     def nap(seconds):  # funcy's retry: time.sleep between tries
@@ -1831,7 +1832,10 @@ FAITHFUL_TESTS = textwrap.dedent(
                 raise lib.EmailInvalid(f"{value} is odd")
             return value
 
-        assert lib.validate_with(is_even, 3) == "invalid: 3 is odd"
+        with pytest.raises(lib.MultipleInvalid) as ctx:
+            lib.validate_with(is_even, 3)
+        assert isinstance(ctx.value.errors[0], lib.EmailInvalid)
+        assert str(ctx.value.errors[0]) == "3 is odd @ data[0]"
         assert lib.validate_with(is_even, 4) == 4
         one, two = lib.problems()
         assert isinstance(one, ValueError) and one.args == ("one",)

@@ -550,8 +550,10 @@ def _oracle_exception(raised: Any) -> BaseException:
         except Exception:  # a library's class whose __init__ wants more (JSONDecodeError)
             exc = cls.__new__(cls)
             exc.args = args
-    if type(raised.get("oracle")) is int:
+    if type(raised.get("oracle")) is int and cls is not OBJECTS.get(raised.get("product")):
         exc.__dict__["_pw_oracle"] = raised["oracle"]
+    # One of this side's classes is this side's exception from now on: what product code
+    # adds to it (voluptuous prepends the path to its message) goes back with it.
     return exc
 
 
