@@ -1374,6 +1374,15 @@ FAITHFUL = textwrap.dedent(
         return wrapper
 
 
+    def fields_of(obj):  # voluptuous' _iterate_object: vars() and then __slots__
+        found = dict(vars(obj).items())
+        try:
+            slots = obj.__slots__
+        except AttributeError:
+            return found
+        return {**found, **{k: getattr(obj, k) for k in slots}}
+
+
     def func_partial(func, *args):  # funcy's: a product function the test's class holds
         return lambda *more: func(*more, *args)
 
@@ -1896,6 +1905,12 @@ FAITHFUL_TESTS = textwrap.dedent(
             return x
 
         assert lib.copy_names(func).__module__ == __name__ == func.__module__
+
+        class Value:
+            def __init__(self, value):
+                self.value = value
+
+        assert lib.fields_of(Value(1)) == {"value": 1}
         assert lib.arity_of(__add__) == 2 and lib.call_in(__import__("math"), "floor", 2.5) == 2
 
 

@@ -446,6 +446,9 @@ def _oracle_class(operations: frozenset[str], hashable: bool) -> type:
         for name in sorted(ZONE_METHODS):
             namespace[name] = _zone_method(name)
     cls = type("OracleObject", bases, namespace)
+    # Its slots are this process's bookkeeping, not the object's: product code that lists
+    # an object's __slots__ (voluptuous' Object validator) asks the oracle's object instead.
+    del cls.__slots__
     for op in sorted(operations):
         if op.startswith("abc."):  # a test's MutableMapping is one here too (dpath's walk)
             getattr(collections.abc, op.removeprefix("abc.")).register(cls)
