@@ -448,7 +448,7 @@ def _oracle_class(operations: frozenset[str], hashable: bool) -> type:
     cls = type("OracleObject", bases, namespace)
     # Its slots are this process's bookkeeping, not the object's: product code that lists
     # an object's __slots__ (voluptuous' Object validator) asks the oracle's object instead.
-    del cls.__slots__
+    delattr(cls, "__slots__")
     for op in sorted(operations):
         if op.startswith("abc."):  # a test's MutableMapping is one here too (dpath's walk)
             getattr(collections.abc, op.removeprefix("abc.")).register(cls)
@@ -553,7 +553,10 @@ def _oracle_exception(raised: Any) -> BaseException:
         except Exception:  # a library's class whose __init__ wants more (JSONDecodeError)
             exc = cls.__new__(cls)
             exc.args = args
-    if type(raised.get("oracle")) is int and cls is not OBJECTS.get(raised.get("product")):
+    product = raised.get("product")
+    if type(raised.get("oracle")) is int and not (
+        type(product) is int and OBJECTS.get(product) is cls
+    ):
         exc.__dict__["_pw_oracle"] = raised["oracle"]
     # One of this side's classes is this side's exception from now on: what product code
     # adds to it (voluptuous prepends the path to its message) goes back with it.
