@@ -1371,6 +1371,7 @@ FAITHFUL = textwrap.dedent(
         def wrapper(*args):
             return func(*args)
 
+        wrapper.__original__ = func
         return wrapper
 
 
@@ -1905,6 +1906,7 @@ FAITHFUL_TESTS = textwrap.dedent(
             return x
 
         assert lib.copy_names(func).__module__ == __name__ == func.__module__
+        assert lib.copy_names(func).__original__ is func
 
         class Value:
             def __init__(self, value):

@@ -586,6 +586,15 @@ def _callback(op: str, target: Any, args: list[Any], kwargs: dict[str, Any]) -> 
     raise _oracle_exception(reply.get("raise"))
 
 
+def _own_dunder(obj: Any, name: Any) -> Any:
+    """A dunder name set on the object itself (in its ``__dict__``), as the oracle asks for
+    one its proxy does not have; any other is ``AttributeError``, as before."""
+    own = getattr(obj, "__dict__", None)
+    if type(name) is not str or type(own) is not dict or name not in own:
+        raise AttributeError(name)
+    return own[name]
+
+
 def _exit_context(obj: Any, *exc: Any) -> Any:
     return type(obj).__exit__(obj, *exc)
 
@@ -671,6 +680,7 @@ OPS: dict[str, Any] = {
     "vars": lambda obj: dict(vars(obj)),
     "enter": lambda obj: type(obj).__enter__(obj), "exit": _exit_context, "hints": _hints,
     "exit_traced": _exit_traced,
+    "own": _own_dunder,
     "get": lambda obj, instance, owner: type(obj).__get__(obj, instance, owner),
     "set": lambda obj, instance, value: type(obj).__set__(obj, instance, value),
     "delete": lambda obj, instance: type(obj).__delete__(obj, instance),

@@ -531,7 +531,14 @@ class Handle:
                 # is not a class to them: the product's own evaluation of the class's hints.
                 return _op("hints", self)
             if kind != "method" or name not in _METHOD_PARTS:
-                return object.__getattribute__(self, name)
+                try:
+                    return object.__getattribute__(self, name)
+                except AttributeError:
+                    if kind == "class" or name in _FUNCTION_INTERNALS or name[:4] == "__pw":
+                        raise
+                # A dunder someone set on the product object itself (funcy's
+                # func.__original__), never one of its type's protocol: asked there.
+                return _link().request("own", [self, name])
         return _link().request("getattr", [self, name])
 
     def __setattr__(self, name: str, value: Any) -> None:
