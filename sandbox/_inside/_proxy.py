@@ -948,12 +948,21 @@ def _shape(obj: Any) -> dict[str, Any] | None:
     if func is not obj and pos:  # a bound method: its first parameter is taken
         pos, posonly = pos[1:], max(posonly - 1, 0)
     kind = next((k for flag, k in _CO_KINDS if code.co_flags & flag), "def")
+    shown = min(len(defaults or ()), len(pos))
+    kwdefaults = func.__kwdefaults__ or {}
     return {
         "name": func.__name__, "qualname": func.__qualname__, "kind": kind, "pos": pos,
         "posonly": posonly, "kwonly": list(names[count : count + kwonly]), "varargs": varargs,
-        "varkw": varkw, "defaults": min(len(defaults or ()), len(pos)),
-        "kwdefaults": sorted(func.__kwdefaults__ or ()),
+        "varkw": varkw, "defaults": shown, "kwdefaults": sorted(kwdefaults),
+        # A default that is plain data goes by value (funcy's call.x of `lambda x=11:`);
+        # any other stays the oracle's (the marker there).
+        "values": [_default(v) for v in (defaults or ())[len(defaults or ()) - shown :]],
+        "kwvalues": {k: _default(v) for k, v in kwdefaults.items()},
     }  # fmt: skip
+
+
+def _default(value: Any) -> Any:
+    return ["v", encode(value, _send)] if is_plain(value) else None
 
 
 def _own_attribute(obj: Any, name: str) -> bool:
