@@ -1391,6 +1391,10 @@ FAITHFUL = textwrap.dedent(
         return found if found is not inspect.Parameter.empty else "none"
 
 
+    def row_info(row):  # tabulate's headers="keys" on a namedtuple row
+        return [isinstance(row, tuple), list(row._fields), row._asdict(), row._replace(x=9), row]
+
+
     def func_partial(func, *args):  # funcy's: a product function the test's class holds
         return lambda *more: func(*more, *args)
 
@@ -1927,6 +1931,23 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert lib.arity_of(__add__) == 2 and lib.call_in(__import__("math"), "floor", 2.5) == 2
 
 
+    def test_namedtuples():
+        import collections
+        import typing
+
+        Row = collections.namedtuple("Row", "x y")
+        r = Row(1, 2)
+        is_tuple, fields, as_dict, replaced, same = lib.row_info(r)
+        assert is_tuple and fields == ["x", "y"] and as_dict == {"x": 1, "y": 2}
+        assert type(replaced) is Row and replaced == Row(9, 2) and same is r
+
+        class P(typing.NamedTuple):
+            x: int
+            b: str = "z"
+
+        assert lib.row_info(P(1))[1:4] == [["x", "b"], {"x": 1, "b": "z"}, P(9, "z")]
+
+
     def test_shared_patch(monkeypatch):  # time.sleep of the oracle is not the product's
         slept = []
         monkeypatch.setattr("time.sleep", slept.append)
@@ -2093,6 +2114,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "shared_mock",
         "shared_env",
         "methods_and_builtins",
+        "namedtuples",
     )
     assert got == {
         "paths": ("pass", "", "isolated"),
@@ -2122,6 +2144,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "descriptors": ("pass", "", "isolated"),
         "context_managers": ("pass", "", "isolated"),
         "methods_and_builtins": ("pass", "", "isolated"),
+        "namedtuples": ("pass", "", "isolated"),
         "product_coroutine": (
             "pass",
             "",

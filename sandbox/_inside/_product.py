@@ -172,6 +172,16 @@ def _out(obj: Any) -> Any:
         return ["oh", object.__getattribute__(obj, "_pw_oid")]
     if isinstance(obj, Exception) and type(vars(obj).get("_pw_oracle")) is int:
         return ["oh", vars(obj)["_pw_oracle"]]  # one of the test's, mirrored here
+    mirrored = getattr(type(obj), "_pw_oracle_tuple", None)
+    if type(mirrored) is int and isinstance(obj, tuple):
+        # One of the test's namedtuples, mirrored here: the oracle's own again, or (one
+        # product code made, row._replace(...)) a new one of the test's class there.
+        oracle = ORACLE_REBUILT_IDS.get(id(obj))
+        if oracle is not None and ORACLE_PROXIES.get(oracle) is obj:
+            return ["oh", oracle]
+        return ["onv", mirrored, encode(tuple(obj), _out)]
+    if isinstance(obj, type) and type(obj.__dict__.get("_pw_oracle_tuple")) is int:
+        return ["oh", obj.__dict__["_pw_oracle_tuple"]]  # the test's namedtuple class
     if isinstance(obj, type) and issubclass(obj, BaseException):
         described = _class_of_exception(obj)
         if described[0] != "bad":
@@ -205,6 +215,8 @@ def _in(tagged: list[Any]) -> Any:
     tag = tagged[0]
     if tag == "h" and len(tagged) >= 2 and type(tagged[1]) is int and tagged[1] in OBJECTS:
         return OBJECTS[tagged[1]]
+    if tag == "ont" and len(tagged) == 6 and type(tagged[1]) is int and type(tagged[5]) is int:
+        return _namedtuple_mirror(tagged)
     if tag == "oh" and len(tagged) in (3, 4) and type(tagged[1]) is int and type(tagged[2]) is list:
         return _oracle_object(tagged[1], tagged[2], tagged[3] if len(tagged) == 4 else None)
     if tag == "rbo" and len(tagged) >= 3 and type(tagged[1]) is int:
@@ -483,6 +495,37 @@ def _oracle_object(number: int, operations: list[Any], shape: Any = None) -> Any
     object.__setattr__(proxy, "_pw_shape", {**shape, "code": code} if code else None)
     ORACLE_PROXIES[number] = proxy
     return proxy
+
+
+def _namedtuple_mirror(tagged: list[Any]) -> Any:
+    """``["ont", class handle, name, fields, values, handle]``: one of the test's
+    namedtuples as a namedtuple here (tabulate's ``isinstance(row, tuple)`` and
+    ``row._fields``, voluptuous' tuple schemas), of a class made once per oracle class with
+    the same name and fields; its methods are namedtuple's own (the oracle sends only plain
+    namedtuples). The same oracle object is the same one here, and goes back as itself."""
+    found = ORACLE_PROXIES.get(tagged[5])
+    if found is not None:
+        return found
+    cls: Any = ORACLE_PROXIES.get(tagged[1])
+    if cls is None:
+        name, fields = tagged[2], tagged[3]
+        valid = type(name) is str and type(fields) is list and 0 < len(fields) <= 255
+        if not valid or not all(type(f) is str for f in fields):
+            raise WireError("a mirrored namedtuple without a name or fields")
+        try:
+            cls = collections.namedtuple(name, fields)  # type: ignore[misc,no-redef]
+        except ValueError:
+            raise WireError("a mirrored namedtuple with bad names") from None
+        cls.__module__ = "tests"
+        type.__setattr__(cls, "_pw_oracle_tuple", tagged[1])
+        ORACLE_PROXIES[tagged[1]] = cls
+    values = decode(tagged[4], _in)
+    if type(values) is not tuple or len(values) != len(cls._fields):
+        raise WireError("a mirrored namedtuple whose values do not fit its fields")
+    found = cls(*values)
+    ORACLE_PROXIES[tagged[5]] = found
+    ORACLE_REBUILT_IDS[id(found)] = tagged[5]
+    return found
 
 
 def _standard_class(module: str, qualname: str) -> type:

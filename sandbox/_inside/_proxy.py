@@ -765,6 +765,11 @@ def _send(obj: Any) -> Any:
         return ["oxe", _exception_mirror(kind), encode(obj.args, _send), _give(obj)[1]]
     if kind is types.ModuleType and _standard_module(obj):
         return ["sm", obj.__name__]  # os.path handed to simpleeval: the product's own os.path
+    if isinstance(obj, tuple) and _plain_namedtuple(kind):
+        # A namedtuple of the test's: a namedtuple there (tabulate's rows, voluptuous'
+        # tuple schemas), its values crossing as every value does.
+        values = encode(tuple(obj), _send)
+        return ["ont", _give(kind)[1], kind.__name__, list(kind._fields), values, _give(obj)[1]]
     owner = getattr(obj, "__self__", None) if kind is types.BuiltinFunctionType else None
     if owner is not None and type(owner) is types.ModuleType and _standard_module(owner):
         name = getattr(obj, "__name__", None)
@@ -848,6 +853,23 @@ _VALUE_MODULE_NAMES = _VALUE_MODULES | {
     "ntpath", "textwrap", "statistics", "random", "copy", "heapq", "bisect",
 }  # fmt: skip
 """The standard-library modules a product hands the test that are the oracle's own there."""
+
+
+_NAMEDTUPLE_OWN = frozenset(
+    {"__doc__", "__slots__", "_fields", "_field_defaults", "__new__", "_make", "_replace",
+     "__repr__", "_asdict", "__getnewargs__", "__match_args__", "__module__",
+     "__annotations__", "__orig_bases__", "__qualname__", "__firstlineno__",
+     "__static_attributes__"}
+)  # fmt: skip
+
+
+def _plain_namedtuple(cls: Any) -> bool:
+    """A class ``collections.namedtuple`` (or ``typing.NamedTuple``) made, with nothing of
+    the test's own in it (no method a mirror would lack)."""
+    fields = cls.__dict__.get("_fields") if isinstance(cls, type) else None
+    if cls.__bases__ != (tuple,) or type(fields) is not tuple or "_make" not in cls.__dict__:
+        return False
+    return set(cls.__dict__) <= _NAMEDTUPLE_OWN | set(fields) and not _machinery(cls)
 
 
 def _test_exception_class(obj: Any) -> bool:
@@ -1221,6 +1243,14 @@ def _receive(tagged: list[Any]) -> Any:
                 return own
             kind = ""
         return _handle(tagged[1], str(tagged[2])[:200], bool(tagged[3]), kind)
+    if tag == "onv" and len(tagged) == 3 and type(tagged[1]) is int:
+        # A namedtuple of the test's class that product code made (``row._replace``).
+        cls: Any = _GIVEN.get(tagged[1])
+        values = decode(tagged[2], _receive)
+        fits = type(values) is tuple and len(values) == len(getattr(cls, "_fields", ()))
+        if isinstance(cls, type) and _plain_namedtuple(cls) and fits:
+            return cls(*values)
+        raise WireError("a namedtuple of no class the oracle gave out")
     if tag == "oh" and len(tagged) == 2 and type(tagged[1]) is int and tagged[1] in _GIVEN:
         return _GIVEN[tagged[1]]
     if tag == "sc" and len(tagged) == 4 and type(tagged[1]) is str and type(tagged[2]) is str:
