@@ -1395,6 +1395,14 @@ FAITHFUL = textwrap.dedent(
         return [isinstance(row, tuple), list(row._fields), row._asdict(), row._replace(x=9), row]
 
 
+    def table_of(rows):  # tabulate's rows of dataclasses
+        import dataclasses
+
+        names = [f.name for f in dataclasses.fields(rows[0])]
+        cells = [[getattr(r, n) for n in names] for r in rows]
+        return [dataclasses.is_dataclass(rows[0]), names, cells, dataclasses.asdict(rows[0])]
+
+
     def func_partial(func, *args):  # funcy's: a product function the test's class holds
         return lambda *more: func(*more, *args)
 
@@ -1948,6 +1956,18 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert lib.row_info(P(1))[1:4] == [["x", "b"], {"x": 1, "b": "z"}, P(9, "z")]
 
 
+    def test_dataclasses():
+        import dataclasses
+
+        @dataclasses.dataclass
+        class Person:
+            name: str
+            years: int = 0
+
+        got = lib.table_of([Person("Al", 3), Person("Bo")])
+        assert got == [True, ["name", "years"], [["Al", 3], ["Bo", 0]], {"name": "Al", "years": 3}]
+
+
     def test_shared_patch(monkeypatch):  # time.sleep of the oracle is not the product's
         slept = []
         monkeypatch.setattr("time.sleep", slept.append)
@@ -2115,6 +2135,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "shared_env",
         "methods_and_builtins",
         "namedtuples",
+        "dataclasses",
     )
     assert got == {
         "paths": ("pass", "", "isolated"),
@@ -2145,6 +2166,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "context_managers": ("pass", "", "isolated"),
         "methods_and_builtins": ("pass", "", "isolated"),
         "namedtuples": ("pass", "", "isolated"),
+        "dataclasses": ("pass", "", "isolated"),
         "product_coroutine": (
             "pass",
             "",

@@ -23,6 +23,7 @@ from __future__ import annotations
 import builtins
 import collections.abc
 import contextlib
+import dataclasses
 import datetime
 import importlib
 import io
@@ -489,12 +490,50 @@ def _oracle_object(number: int, operations: list[Any], shape: Any = None) -> Any
         return found
     ops = frozenset(str(op) for op in operations if op in ORACLE_OPERATIONS)
     cls = _oracle_class(ops, "hash" in operations)
+    described = shape.get("dataclass") if type(shape) is dict else None
+    if described is not None:
+        cls = _dataclass_proxy_class(cls, described)
     proxy: Any = (datetime.tzinfo if "tzinfo" in ops else object).__new__(cls)
     object.__setattr__(proxy, "_pw_oid", number)
     code = _stub_code(shape) if type(shape) is dict and "call" in ops else None
     object.__setattr__(proxy, "_pw_shape", {**shape, "code": code} if code else None)
     ORACLE_PROXIES[number] = proxy
     return proxy
+
+
+def _dataclass_proxy_class(base: type, described: Any) -> type:
+    """The proxy class of one of the test's dataclasses (``[class handle, name, [[field,
+    annotation text], ...]]``): the operations' proxy class that also carries the
+    ``__dataclass_fields__`` of a dataclass with those fields, made here, so
+    ``dataclasses.fields`` and ``is_dataclass`` answer as in one process; every field's
+    value is still asked of the oracle."""
+    if type(described) is not list or len(described) != 3 or type(described[0]) is not int:
+        raise WireError("a dataclass description that is not one")
+    key = ORACLE_CLASSES[base] | {f"dataclass:{described[0]}"}
+    for cls, ops in ORACLE_CLASSES.items():
+        if ops == key:
+            return cls
+    name, fields = described[1], described[2]
+    if type(name) is not str or type(fields) is not list or len(fields) > 1024:
+        raise WireError("a dataclass description that is not one")
+    try:
+        pairs = [(str(n), str(t)) for n, t in fields]
+        made: Any = dataclasses.make_dataclass(name if name.isidentifier() else "Data", pairs)
+    except (TypeError, ValueError):
+        raise WireError("a dataclass description with bad names") from None
+    cls = type(
+        "OracleObject",
+        (base,),
+        {
+            "__slots__": (),
+            "__dataclass_fields__": made.__dataclass_fields__,
+            "__dataclass_params__": made.__dataclass_params__,
+            "__match_args__": made.__match_args__,
+        },
+    )
+    delattr(cls, "__slots__")
+    ORACLE_CLASSES[cls] = key
+    return cls
 
 
 def _namedtuple_mirror(tagged: list[Any]) -> Any:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import builtins
 import collections.abc
 import contextlib
+import dataclasses
 import datetime
 import importlib
 import importlib.abc
@@ -944,7 +945,21 @@ def _give(obj: Any) -> list[Any]:
     if isinstance(obj, datetime.tzinfo):
         offers.append("tzinfo")  # its stand-in there is a tzinfo (a datetime's zone)
     shape = _shape(obj)
+    if shape is None and _dataclass_instance(obj):
+        # What dataclasses.fields() and is_dataclass() read there (tabulate's rows): the
+        # class's field names and their annotations as text; the values stay here.
+        fields = [[f.name, _annotation_text(f.type)] for f in dataclasses.fields(obj)]
+        shape = {"dataclass": [_give(kind)[1], kind.__name__, fields]}
     return ["oh", number, offers] + ([shape] if shape is not None else [])
+
+
+def _dataclass_instance(obj: Any) -> bool:
+    return (
+        not isinstance(obj, type)
+        and dataclasses.is_dataclass(obj)
+        and not _machinery(type(obj))
+        and "__pw_handle__" not in type(obj).__dict__
+    )
 
 
 _CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
