@@ -1403,6 +1403,11 @@ FAITHFUL = textwrap.dedent(
         return [dataclasses.is_dataclass(rows[0]), names, cells, dataclasses.asdict(rows[0])]
 
 
+    def empty_like(obj, *args):  # dpath's view: type(obj)() of the test's mapping
+        made = type(obj)(*args)
+        return [made, type(made) is type(obj), isinstance(made, type(obj))]
+
+
     def func_partial(func, *args):  # funcy's: a product function the test's class holds
         return lambda *more: func(*more, *args)
 
@@ -1966,6 +1971,8 @@ FAITHFUL_TESTS = textwrap.dedent(
 
         got = lib.table_of([Person("Al", 3), Person("Bo")])
         assert got == [True, ["name", "years"], [["Al", 3], ["Bo", 0]], {"name": "Al", "years": 3}]
+        made, same_type, same_class = lib.empty_like(Person("Al"), "Cy", 4)
+        assert made == Person("Cy", 4) and type(made) is Person and same_type and same_class
 
 
     def test_shared_patch(monkeypatch):  # time.sleep of the oracle is not the product's

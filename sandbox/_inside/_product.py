@@ -490,9 +490,9 @@ def _oracle_object(number: int, operations: list[Any], shape: Any = None) -> Any
         return found
     ops = frozenset(str(op) for op in operations if op in ORACLE_OPERATIONS)
     cls = _oracle_class(ops, "hash" in operations)
-    described = shape.get("dataclass") if type(shape) is dict else None
+    described = shape.get("cls") if type(shape) is dict else None
     if described is not None:
-        cls = _dataclass_proxy_class(cls, described)
+        cls = _instance_class(cls, described, shape.get("dataclass"))
     proxy: Any = (datetime.tzinfo if "tzinfo" in ops else object).__new__(cls)
     object.__setattr__(proxy, "_pw_oid", number)
     code = _stub_code(shape) if type(shape) is dict and "call" in ops else None
@@ -501,36 +501,50 @@ def _oracle_object(number: int, operations: list[Any], shape: Any = None) -> Any
     return proxy
 
 
-def _dataclass_proxy_class(base: type, described: Any) -> type:
-    """The proxy class of one of the test's dataclasses (``[class handle, name, [[field,
-    annotation text], ...]]``): the operations' proxy class that also carries the
-    ``__dataclass_fields__`` of a dataclass with those fields, made here, so
-    ``dataclasses.fields`` and ``is_dataclass`` answer as in one process; every field's
-    value is still asked of the oracle."""
-    if type(described) is not list or len(described) != 3 or type(described[0]) is not int:
-        raise WireError("a dataclass description that is not one")
-    key = ORACLE_CLASSES[base] | {f"dataclass:{described[0]}"}
+class _ClassRef:
+    """The oracle's handle of one of the test's classes, as a callback's target."""
+
+    __slots__ = ("_pw_oid",)
+
+    def __init__(self, number: int) -> None:
+        self._pw_oid = number
+
+
+def _make_in_oracle(cls: type, *args: Any, **kwargs: Any) -> Any:
+    """``type(obj)(...)`` of one of the test's objects: one more of the test's class, made
+    there (its ``__init__`` is the test's code), a proxy here."""
+    return _callback("call", _ClassRef(cls.__dict__["_pw_class"]), list(args), kwargs)
+
+
+def _instance_class(base: type, described: Any, fields: Any) -> type:
+    """The proxy class of the instances of one of the test's classes (``[class handle,
+    qualname]``): the operations' proxy class, with a ``__new__`` that makes another
+    instance in the oracle; for a dataclass, also the ``__dataclass_fields__`` of a
+    dataclass made here with the same field names and annotations (as text), so
+    ``dataclasses.fields`` and ``is_dataclass`` answer as in one process. Every value is
+    still asked of the oracle."""
+    if type(described) is not list or len(described) != 2 or type(described[0]) is not int:
+        raise WireError("a class description that is not one")
+    key = ORACLE_CLASSES[base] | {f"class:{described[0]}"}
     for cls, ops in ORACLE_CLASSES.items():
         if ops == key:
             return cls
-    name, fields = described[1], described[2]
-    if type(name) is not str or type(fields) is not list or len(fields) > 1024:
-        raise WireError("a dataclass description that is not one")
-    try:
-        pairs = [(str(n), str(t)) for n, t in fields]
-        made: Any = dataclasses.make_dataclass(name if name.isidentifier() else "Data", pairs)
-    except (TypeError, ValueError):
-        raise WireError("a dataclass description with bad names") from None
-    cls = type(
-        "OracleObject",
-        (base,),
-        {
-            "__slots__": (),
-            "__dataclass_fields__": made.__dataclass_fields__,
-            "__dataclass_params__": made.__dataclass_params__,
-            "__match_args__": made.__match_args__,
-        },
-    )
+    namespace: dict[str, Any] = {
+        "__slots__": (), "__new__": _make_in_oracle, "_pw_class": described[0],
+    }  # fmt: skip
+    if fields is not None:
+        name = str(described[1]).rpartition(".")[2]
+        if type(fields) is not list or len(fields) > 1024:
+            raise WireError("a dataclass description that is not one")
+        try:
+            pairs = [(str(n), str(t)) for n, t in fields]
+            made: Any = dataclasses.make_dataclass(name if name.isidentifier() else "Data", pairs)
+        except (TypeError, ValueError):
+            raise WireError("a dataclass description with bad names") from None
+        namespace["__dataclass_fields__"] = made.__dataclass_fields__
+        namespace["__dataclass_params__"] = made.__dataclass_params__
+        namespace["__match_args__"] = made.__match_args__
+    cls = type("OracleObject", (base,), namespace)
     delattr(cls, "__slots__")
     ORACLE_CLASSES[cls] = key
     return cls

@@ -945,12 +945,30 @@ def _give(obj: Any) -> list[Any]:
     if isinstance(obj, datetime.tzinfo):
         offers.append("tzinfo")  # its stand-in there is a tzinfo (a datetime's zone)
     shape = _shape(obj)
-    if shape is None and _dataclass_instance(obj):
-        # What dataclasses.fields() and is_dataclass() read there (tabulate's rows): the
-        # class's field names and their annotations as text; the values stay here.
-        fields = [[f.name, _annotation_text(f.type)] for f in dataclasses.fields(obj)]
-        shape = {"dataclass": [_give(kind)[1], kind.__name__, fields]}
+    if shape is None and _test_class(kind):
+        # Its class, by a handle: a proxy class of its own there, so type(obj)() makes one
+        # more of the test's (dpath's type(obj)() on a test's mapping) and isinstance
+        # between two of them holds.
+        shape = {"cls": [_give(kind)[1], kind.__qualname__[:200]]}
+        if _dataclass_instance(obj):
+            # What dataclasses.fields() and is_dataclass() read there (tabulate's rows):
+            # the field names and their annotations as text; the values stay here.
+            fields = [[f.name, _annotation_text(f.type)] for f in dataclasses.fields(obj)]
+            shape["dataclass"] = fields
     return ["oh", number, offers] + ([shape] if shape is not None else [])
+
+
+def _test_class(cls: Any) -> bool:
+    """A class of the test's (or of a library the test uses): none of the standard
+    library's, the test machinery's or the product's."""
+    module = str(getattr(cls, "__module__", "") or "")
+    return (
+        isinstance(cls, type)
+        and module.split(".")[0] not in sys.stdlib_module_names
+        and module != "builtins"
+        and "__pw_handle__" not in cls.__dict__
+        and not _machinery(cls)
+    )
 
 
 def _dataclass_instance(obj: Any) -> bool:
