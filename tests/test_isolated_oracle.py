@@ -1971,6 +1971,10 @@ FAITHFUL_TESTS = textwrap.dedent(
 
         got = lib.table_of([Person("Al", 3), Person("Bo")])
         assert got == [True, ["name", "years"], [["Al", 3], ["Bo", 0]], {"name": "Al", "years": 3}]
+        import types
+
+        view = types.MappingProxyType({"a": 1})
+        assert lib.empty_like(view, {"b": 2})[0] == {"b": 2}
         made, same_type, same_class = lib.empty_like(Person("Al"), "Cy", 4)
         assert made == Person("Cy", 4) and type(made) is Person and same_type and same_class
 

@@ -216,6 +216,11 @@ def _in(tagged: list[Any]) -> Any:
     tag = tagged[0]
     if tag == "h" and len(tagged) >= 2 and type(tagged[1]) is int and tagged[1] in OBJECTS:
         return OBJECTS[tagged[1]]
+    if tag == "mp" and len(tagged) == 2:
+        found = decode(tagged[1], _in)
+        if type(found) is not dict:
+            raise WireError("a mapping proxy of no dict")
+        return types.MappingProxyType(found)
     if tag == "ont" and len(tagged) == 6 and type(tagged[1]) is int and type(tagged[5]) is int:
         return _namedtuple_mirror(tagged)
     if tag == "oh" and len(tagged) in (3, 4) and type(tagged[1]) is int and type(tagged[2]) is list:

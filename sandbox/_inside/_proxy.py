@@ -766,6 +766,10 @@ def _send(obj: Any) -> Any:
         return ["oxe", _exception_mirror(kind), encode(obj.args, _send), _give(obj)[1]]
     if kind is types.ModuleType and _standard_module(obj):
         return ["sm", obj.__name__]  # os.path handed to simpleeval: the product's own os.path
+    if kind is types.MappingProxyType:
+        # A read-only view of a dict (a class's __dict__, funcy's empty(A.__dict__)): a
+        # view of a copy there, its values crossing as every value does.
+        return ["mp", encode(dict(obj), _send)]
     if isinstance(obj, tuple) and _plain_namedtuple(kind):
         # A namedtuple of the test's: a namedtuple there (tabulate's rows, voluptuous'
         # tuple schemas), its values crossing as every value does.
