@@ -1971,6 +1971,8 @@ FAITHFUL_TESTS = textwrap.dedent(
 
         got = lib.table_of([Person("Al", 3), Person("Bo")])
         assert got == [True, ["name", "years"], [["Al", 3], ["Bo", 0]], {"name": "Al", "years": 3}]
+        Made = dataclasses.make_dataclass("Made", ["a", "b"])  # its __module__ is "types"
+        assert lib.table_of([Made(1, 2)])[:3] == [True, ["a", "b"], [[1, 2]]]
         import types
 
         view = types.MappingProxyType({"a": 1})

@@ -949,7 +949,7 @@ def _give(obj: Any) -> list[Any]:
     if isinstance(obj, datetime.tzinfo):
         offers.append("tzinfo")  # its stand-in there is a tzinfo (a datetime's zone)
     shape = _shape(obj)
-    if shape is None and _test_class(kind):
+    if shape is None and (_test_class(kind) or _dataclass_instance(obj)):
         # Its class, by a handle: a proxy class of its own there, so type(obj)() makes one
         # more of the test's (dpath's type(obj)() on a test's mapping) and isinstance
         # between two of them holds.
