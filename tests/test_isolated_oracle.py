@@ -1345,6 +1345,17 @@ FAITHFUL = textwrap.dedent(
             return f"MultipleInvalid({self.errors!r})"
 
 
+    class NotDefined(Invalid):  # simpleeval's: its __init__ sets what the test reads
+        def __init__(self, name, expression):
+            self.name = name
+            self.expression = expression
+            super().__init__(f"{name} is not defined")
+
+
+    def name_of(error):
+        return [error.name, type(error).__name__]
+
+
     def validate_all(values):
         raise MultipleInvalid([EmailInvalid(f"bad {v}") for v in values])
 
@@ -1871,6 +1882,11 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert isinstance(ctx.value.errors[0], lib.EmailInvalid)
         assert str(ctx.value.errors[0]) == "3 is odd @ data[0]"
         assert lib.validate_with(is_even, 4) == 4
+        try:
+            raise lib.NotDefined("foo", "foo in bar")
+        except lib.Invalid as e:
+            assert e.name == "foo" and str(e) == "foo is not defined"
+            assert e.args == ("foo is not defined",) and lib.name_of(e) == ["foo", "NotDefined"]
         one, two = lib.problems()
         assert isinstance(one, ValueError) and one.args == ("one",)
         assert isinstance(two, KeyError)
@@ -1979,6 +1995,12 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert lib.empty_like(view, {"b": 2})[0] == {"b": 2}
         made, same_type, same_class = lib.empty_like(Person("Al"), "Cy", 4)
         assert made == Person("Cy", 4) and type(made) is Person and same_type and same_class
+
+
+    def test_writes_tree():  # simpleeval's test_load_file writes into the working tree
+        with open("written.txt", "w") as f:
+            f.write("hello")
+        assert lib.read("written.txt") == "hello"
 
 
     def test_shared_patch(monkeypatch):  # time.sleep of the oracle is not the product's
@@ -2149,6 +2171,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "methods_and_builtins",
         "namedtuples",
         "dataclasses",
+        "writes_tree",
     )
     assert got == {
         "paths": ("pass", "", "isolated"),
@@ -2193,6 +2216,12 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
             "Expected a SearchStrategy but got n=integers(min_value=0, max_value=9) (type=Handle)",
         ),
         "subclass_alias": ("pass", "", "in-process: the property subclasses a product class"),
+        "writes_tree": (
+            "pass",
+            "",
+            "in-process: the property writes into the tree, read-only to the isolated "
+            "oracle: written.txt",
+        ),
         # A patch of a module the product process has its own copy of (funcy's retry
         # tests patch time.sleep): in one process product code would see it.
         **{

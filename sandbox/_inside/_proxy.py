@@ -1328,7 +1328,9 @@ def _receive(tagged: list[Any]) -> Any:
         # object (the same one again each time it crosses).
         raised, number = tagged[1], tagged[1]["h"]
         found = _EXCEPTION_VALUES.get(number)
-        if found is None:
+        if found is not None:
+            _refresh(found, raised)  # product code may have changed it since (its message)
+        else:
             if type(raised.get("cls")) is not list or _exception_class(raised["cls"]) is None:
                 return _handle(number, "Exception", False, "")  # a class that does not cross
             found = _exception(raised)
@@ -1387,6 +1389,8 @@ def _exception_class(desc: list[Any]) -> type[BaseException] | None:
             "__getattr__": _exception_attribute,
             "__str__": _exception_text,
             "__repr__": _exception_repr,
+            "__new__": _new_product_exception,
+            "__init__": _init_product_exception,
         }
         try:
             made = type(str(desc[4]), tuple(bases), namespace)  # type: ignore[arg-type]
@@ -1394,6 +1398,26 @@ def _exception_class(desc: list[Any]) -> type[BaseException] | None:
             made = type(str(desc[4]), (bases[0],), namespace)  # type: ignore[arg-type]
     _EXCEPTION_CLASSES[desc[1]] = made
     return made
+
+
+def _new_product_exception(cls: type[BaseException], *args: Any, **kwargs: Any) -> Any:
+    """A product exception class called by the test (``raise Invalid("bad")``,
+    simpleeval's ``AttributeDoesNotExist("foo", "foo in bar")``): made in the product, where
+    its ``__init__`` sets what product code and the test read of it (``e.attr``), and an
+    instance of this class here for it."""
+    number = cls.__dict__.get("__pw_handle__")
+    if type(number) is not int:
+        return BaseException.__new__(cls, *args)
+    made = _link().request("call", [_handle(number, cls.__name__, True, "class"), *args], kwargs)
+    if isinstance(made, cls):
+        return made
+    return BaseException.__new__(cls, *args)  # the class made something else: as before
+
+
+def _init_product_exception(self: BaseException, *args: Any, **kwargs: Any) -> None:
+    # One the product made (its __init__ ran there) keeps the args it was given there.
+    if "__pw_exc__" not in getattr(self, "__dict__", {}):
+        BaseException.__init__(self, *args)
 
 
 def _exception_attribute(self: BaseException, name: str) -> Any:
@@ -1449,6 +1473,27 @@ def _warn_again(warned: Any) -> None:
         warnings.warn_explicit(text, cls, filename, line, registry=registry)
 
 
+def _refresh(exc: BaseException, raised: dict[str, Any]) -> None:
+    """What a product exception says now, on the instance that stands for it here."""
+    own = getattr(exc, "__dict__", None)
+    if type(own) is not dict:
+        return
+    if type(raised.get("str")) is str and "__pw_str__" in own:
+        own["__pw_str__"] = raised["str"][:2000]
+    if type(raised.get("repr")) is str and "__pw_repr__" in own:
+        own["__pw_repr__"] = raised["repr"][:2000]
+    if raised.get("args") is not None:
+        with contextlib.suppress(WireError, IsolationRefused, ProductFailure):
+            args = decode(raised["args"], _receive)
+            if type(args) is tuple:
+                exc.args = args
+
+
+def _bare(cls: type[BaseException], args: Any) -> BaseException:
+    """An instance of the class without running its (or the product's) constructor."""
+    return BaseException.__new__(cls, *args)
+
+
 def _exception(raised: Any) -> BaseException:
     """The exception to raise in the oracle for one the product raised."""
     if type(raised) is dict and "oracle" in raised:
@@ -1474,9 +1519,9 @@ def _exception(raised: Any) -> BaseException:
         args = (text,)
     try:
         mirrored = cls.__module__ != "builtins" and "__pw_handle__" not in cls.__dict__
-        exc = cls(*args) if cls.__module__ == "builtins" or mirrored else cls.__new__(cls, *args)
+        exc = cls(*args) if cls.__module__ == "builtins" or mirrored else _bare(cls, args)
     except Exception:
-        exc = cls.__new__(cls, *args)
+        exc = _bare(cls, args)
     exc.args = args
     if cls.__module__ != "builtins" and "__pw_handle__" in cls.__dict__:
         vars(exc)["__pw_str__"] = text
