@@ -1419,6 +1419,23 @@ FAITHFUL = textwrap.dedent(
         return [made, type(made) is type(obj), isinstance(made, type(obj))]
 
 
+    def chunks_of(source):  # xmltodict's parse: a generator of chunks, read chunk by chunk
+        import inspect
+
+        return "".join(source) if inspect.isgenerator(source) else "not a generator"
+
+
+    def flags_of(flags):  # re's flags, socket's families: standard enum members
+        import re
+
+        return [re.compile("a", flags).match("A") is not None, flags is re.I, re.I]
+
+
+    class Blob:
+        def __bytes__(self):
+            return b"blob"
+
+
     def func_partial(func, *args):  # funcy's: a product function the test's class holds
         return lambda *more: func(*more, *args)
 
@@ -1997,6 +2014,15 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert made == Person("Cy", 4) and type(made) is Person and same_type and same_class
 
 
+    def test_values_by_kind():
+        import re
+
+        assert lib.chunks_of(c for c in "abc") == "abc"
+        matched, same, back = lib.flags_of(re.IGNORECASE)
+        assert matched and same and back is re.IGNORECASE
+        assert bytes(lib.Blob()) == b"blob"
+
+
     def test_writes_tree():  # simpleeval's test_load_file writes into the working tree
         with open("written.txt", "w") as f:
             f.write("hello")
@@ -2172,6 +2198,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "namedtuples",
         "dataclasses",
         "writes_tree",
+        "values_by_kind",
     )
     assert got == {
         "paths": ("pass", "", "isolated"),
@@ -2203,6 +2230,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "methods_and_builtins": ("pass", "", "isolated"),
         "namedtuples": ("pass", "", "isolated"),
         "dataclasses": ("pass", "", "isolated"),
+        "values_by_kind": ("pass", "", "isolated"),
         "product_coroutine": (
             "pass",
             "",

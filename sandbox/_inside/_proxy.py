@@ -71,6 +71,8 @@ if TYPE_CHECKING:
         rebuilt_parts,
         replace_contents,
         standard_class_name,
+        standard_member,
+        standard_member_of,
         zone_answer,
     )
 
@@ -613,6 +615,13 @@ class Handle:
     def __int__(self) -> int:
         return int(_op("int", self))
 
+    def __bytes__(self) -> bytes:
+        found = _op("bytes", self)
+        if type(found) is not bytes:
+            kind = object.__getattribute__(self, "_pw_type")
+            raise TypeError(f"cannot convert '{kind}' object to bytes")
+        return found
+
     def __float__(self) -> float:
         return float(_op("float", self))
 
@@ -766,6 +775,9 @@ def _send(obj: Any) -> Any:
         return ["oxe", _exception_mirror(kind), encode(obj.args, _send), _give(obj)[1]]
     if kind is types.ModuleType and _standard_module(obj):
         return ["sm", obj.__name__]  # os.path handed to simpleeval: the product's own os.path
+    member = standard_member(obj)
+    if member is not None:
+        return ["se", *member]  # re.IGNORECASE, socket.AF_INET6: the product's own member
     if kind is types.MappingProxyType:
         # A read-only view of a dict (a class's __dict__, funcy's empty(A.__dict__)): a
         # view of a copy there, its values crossing as every value does.
@@ -949,6 +961,8 @@ def _give(obj: Any) -> list[Any]:
     if isinstance(obj, datetime.tzinfo):
         offers.append("tzinfo")  # its stand-in there is a tzinfo (a datetime's zone)
     shape = _shape(obj)
+    if kind is types.GeneratorType:
+        shape = {"seen_as": "generator"}
     if shape is None and (_test_class(kind) or _dataclass_instance(obj)):
         # Its class, by a handle: a proxy class of its own there, so type(obj)() makes one
         # more of the test's (dpath's type(obj)() on a test's mapping) and isinstance
@@ -1280,6 +1294,14 @@ def _receive(tagged: list[Any]) -> Any:
                 return own
             kind = ""
         return _handle(tagged[1], str(tagged[2])[:200], bool(tagged[3]), kind)
+    if tag == "se" and len(tagged) == 5 and all(type(t) is str for t in tagged[1:4]):
+        # A member of a standard-library enum the product gave: this one when its module is
+        # loaded here, else the product's handle.
+        found = standard_member_of(tagged[1], tagged[2], tagged[3])
+        if found is not None:
+            return found
+        if type(tagged[4]) is list and tagged[4][:1] == ["h"]:
+            return _receive(tagged[4])
     if tag == "onv" and len(tagged) == 3 and type(tagged[1]) is int:
         # A namedtuple of the test's class that product code made (``row._replace``).
         cls: Any = _GIVEN.get(tagged[1])

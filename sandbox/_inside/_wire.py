@@ -37,6 +37,7 @@ import collections
 import collections.abc
 import datetime
 import decimal
+import enum
 import fractions
 import json
 import pathlib
@@ -658,6 +659,30 @@ def standard_class_name(obj: Any) -> tuple[str, str] | None:
     for part in qualname.split("."):
         found = getattr(found, part, None)
     return (module, qualname) if found is obj else None
+
+
+def standard_member(obj: Any) -> list[str] | None:
+    """``[module, qualname, name]`` of a member of a standard-library enum (``re.IGNORECASE``,
+    ``socket.AF_INET6``, ``http.HTTPStatus.OK``): a value, the same member on the other side.
+    None: not one."""
+    if not isinstance(obj, enum.Enum):
+        return None
+    named = standard_class_name(type(obj))
+    name = getattr(obj, "_name_", None)
+    if named is None or type(name) is not str or type(obj).__members__.get(name) is not obj:
+        return None
+    return [*named, name]
+
+
+def standard_member_of(module: str, qualname: str, name: str) -> Any:
+    """The member ``standard_member`` named, of this interpreter's class (None: there is none
+    here, its module not loaded)."""
+    found: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    if isinstance(found, enum.EnumMeta) and standard_class_name(found) == (module, qualname):
+        return found.__members__.get(name)
+    return None
 
 
 def typevar_parts(var: Any, other: Callable[[object], Any]) -> list[Any]:
