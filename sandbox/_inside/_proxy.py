@@ -1297,9 +1297,9 @@ def _receive(tagged: list[Any]) -> Any:
     if tag == "se" and len(tagged) == 5 and all(type(t) is str for t in tagged[1:4]):
         # A member of a standard-library enum the product gave: this one when its module is
         # loaded here, else the product's handle.
-        found = standard_member_of(tagged[1], tagged[2], tagged[3])
-        if found is not None:
-            return found
+        member = standard_member_of(tagged[1], tagged[2], tagged[3])
+        if member is not None:
+            return member
         if type(tagged[4]) is list and tagged[4][:1] == ["h"]:
             return _receive(tagged[4])
     if tag == "onv" and len(tagged) == 3 and type(tagged[1]) is int:
