@@ -1436,6 +1436,14 @@ FAITHFUL = textwrap.dedent(
             return b"blob"
 
 
+    def unwrap_cause(func):  # tenacity's TryAgain: what the test's error was raised from
+        try:
+            func()
+        except Exception as e:
+            linked = e.__cause__ or e.__context__
+            return [type(e).__name__, type(linked).__name__ if linked else None, str(linked)]
+
+
     def func_partial(func, *args):  # funcy's: a product function the test's class holds
         return lambda *more: func(*more, *args)
 
@@ -2023,6 +2031,23 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert bytes(lib.Blob()) == b"blob"
 
 
+    def test_exception_chains():
+        class Underlying(Exception):
+            pass
+
+        def by_cause():
+            raise KeyError("k") from Underlying("boom")
+
+        def by_context():
+            try:
+                raise Underlying("ctx")
+            except Underlying:
+                raise ValueError("v")  # noqa: B904
+
+        assert lib.unwrap_cause(by_cause) == ["KeyError", "Underlying", "boom"]
+        assert lib.unwrap_cause(by_context) == ["ValueError", "Underlying", "ctx"]
+
+
     def test_writes_tree():  # simpleeval's test_load_file writes into the working tree
         with open("written.txt", "w") as f:
             f.write("hello")
@@ -2199,6 +2224,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "dataclasses",
         "writes_tree",
         "values_by_kind",
+        "exception_chains",
     )
     assert got == {
         "paths": ("pass", "", "isolated"),
@@ -2231,6 +2257,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "namedtuples": ("pass", "", "isolated"),
         "dataclasses": ("pass", "", "isolated"),
         "values_by_kind": ("pass", "", "isolated"),
+        "exception_chains": ("pass", "", "isolated"),
         "product_coroutine": (
             "pass",
             "",

@@ -653,6 +653,22 @@ def _oracle_exception(raised: Any) -> BaseException:
     oracle's handle, so raised on to the oracle it is the oracle's object again."""
     if type(raised) is not dict:
         return WireError("an unreadable exception from the oracle")
+    return _chained(_oracle_exception_alone(raised), raised)
+
+
+def _chained(exc: BaseException, raised: dict[str, Any]) -> BaseException:
+    """The exception with the chain the oracle's had (``raise TryAgain from cause``)."""
+    for key, name in (("cause", "__cause__"), ("context", "__context__")):
+        if type(raised.get(key)) is dict:
+            linked = _oracle_exception(raised[key])
+            if isinstance(linked, Exception) and linked is not exc:
+                setattr(exc, name, linked)
+    if raised.get("suppress") is True:
+        exc.__suppress_context__ = True
+    return exc
+
+
+def _oracle_exception_alone(raised: dict[str, Any]) -> BaseException:
     number = raised.get("h")
     own = OBJECTS.get(number) if type(number) is int else None
     if isinstance(own, BaseException):

@@ -1245,7 +1245,21 @@ def _serve_callback(link: _Link, message: dict[str, Any]) -> dict[str, Any]:
         return {"raise": _crossing(link, exc)}
 
 
-def _crossing(link: _Link, exc: BaseException) -> dict[str, Any]:
+def _crossing(link: _Link, exc: BaseException, depth: int = 0) -> dict[str, Any]:
+    """``_crossed`` with the exception's chain (``raise TryAgain from UnderlyingError``, or
+    raised while handling one: tenacity unwraps ``__cause__``/``__context__``), four deep."""
+    crossing = _crossed(link, exc)
+    if depth < 4 and "abort" not in crossing:
+        for key in ("__cause__", "__context__"):
+            linked = getattr(exc, key, None)
+            if isinstance(linked, Exception) and linked is not exc and not _machinery(type(linked)):
+                crossing[key.strip("_")] = _crossing(link, linked, depth + 1)
+        if exc.__suppress_context__:
+            crossing["suppress"] = True
+    return crossing
+
+
+def _crossed(link: _Link, exc: BaseException) -> dict[str, Any]:
     """How an exception an oracle callback raised reaches the product: a product exception
     as itself; an ``Exception`` of the oracle's as its nearest built-in class, with the
     oracle's handle so that raised on it is the oracle's again; anything else (a
