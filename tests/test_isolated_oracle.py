@@ -1444,6 +1444,10 @@ FAITHFUL = textwrap.dedent(
             return [type(e).__name__, type(linked).__name__ if linked else None, str(linked)]
 
 
+    def type_and_supertype(obj):  # typing_inspect's get_generic_type and is_new_type
+        return [type(obj), getattr(obj, "__supertype__", None)]
+
+
     def func_partial(func, *args):  # funcy's: a product function the test's class holds
         return lambda *more: func(*more, *args)
 
@@ -1982,6 +1986,13 @@ FAITHFUL_TESTS = textwrap.dedent(
                 self.value = value
 
         assert lib.fields_of(Value(1)) == {"value": 1}
+        assert lib.type_and_supertype(Value(2)) == [Value, None]
+
+        def new_type(x):
+            return x
+
+        new_type.__supertype__ = int
+        assert lib.type_and_supertype(new_type)[1] is int
         assert lib.arity_of(__add__) == 2 and lib.call_in(__import__("math"), "floor", 2.5) == 2
 
 

@@ -185,6 +185,8 @@ def _out(obj: Any) -> Any:
         return ["onv", mirrored, encode(tuple(obj), _out)]
     if isinstance(obj, type) and type(obj.__dict__.get("_pw_oracle_tuple")) is int:
         return ["oh", obj.__dict__["_pw_oracle_tuple"]]  # the test's namedtuple class
+    if isinstance(obj, type) and type(obj.__dict__.get("_pw_class")) is int:
+        return ["oh", obj.__dict__["_pw_class"]]  # type(x) of one of the test's: its class
     if isinstance(obj, type) and issubclass(obj, BaseException):
         described = _class_of_exception(obj)
         if described[0] != "bad":

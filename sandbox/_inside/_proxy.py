@@ -1038,12 +1038,19 @@ def _default(value: Any) -> Any:
     return ["v", encode(value, _send)] if is_plain(value) else None
 
 
+_NEVER_OWN = frozenset({"__pytest_wrapped__", "__wrapped__", "__signature__", "__dict__"})
+"""Dunders a function's ``__dict__`` may hold that stay the oracle's (the machinery reads
+them, or the description answers them)."""
+
+
 def _own_attribute(obj: Any, name: str) -> bool:
     """A plain attribute someone set on one of the oracle's functions (``func.pattern``):
     readable, as the product set it or as the property did."""
-    if type(obj) is not types.FunctionType or name[:1] == "_":
+    if type(obj) is not types.FunctionType or name[:4] == "__pw" or _machinery_code(obj):
         return False
-    return name in vars(obj)
+    if name[:1] == "_" and not (name[:2] == name[-2:] == "__" and name not in _NEVER_OWN):
+        return False
+    return name in vars(obj)  # typing_inspect reads a test's new_type.__supertype__
 
 
 _DESCRIBED = frozenset(
