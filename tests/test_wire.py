@@ -464,3 +464,19 @@ def test_containers_read_from_the_other_side_are_kept_in_step() -> None:
     with pytest.raises(Other):
         receiver.changes(refuse)
     assert receiver.changes(refuse) == [] and 7 not in receiver.held
+
+
+def test_a_kept_container_nothing_refers_to_is_let_go_on_both_sides() -> None:
+    # croniter's tests read a new `expanded` list thousands of times: each copy nothing
+    # refers to any more is dropped at the next message (after its last change is sent),
+    # and the other side drops its entry when it reads that, so no message compares 512.
+    sender, receiver = Live(), Live()
+    kept = [sender.keep(n, [n]) for n in range(3)]
+    for n in range(3):
+        receiver.keep(n, through([n]))  # the receiver's copies: nothing else refers to them
+    held = receiver.keep(3, through([3]))
+    receiver.held[2][0].append("changed")  # changed, then let go (s.names["x"] = 1)
+    sync = json.loads(json.dumps(receiver.changes(refuse)))
+    assert sync == [[0], [1], [2, ["l", [2, "changed"]]], [2]] and list(receiver.held) == [3]
+    sender.apply(sync, unknown)
+    assert list(sender.held) == [] and kept[2] == [2, "changed"] and held == [3]

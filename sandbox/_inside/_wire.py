@@ -216,6 +216,11 @@ LIVE_MAX = 512
 (the most recent ones; an older one is a plain copy again)."""
 
 
+_UNREFERENCED = 3
+"""``sys.getrefcount`` of a held container nothing else refers to: its entry in ``held``,
+the name ``changes`` gives it, and the call's own argument."""
+
+
 class Live:
     """The containers a process holds that stand for the other side's (an attribute the
     oracle read, ``obj.names``), by the product's handle, each with its contents as last
@@ -240,9 +245,19 @@ class Live:
 
     def changes(self, other: Callable[[object], Any]) -> list[Any]:
         """``[[handle, contents], ...]`` of what changed here since the last sync (encoded
-        without a memo: each stands alone), now synced."""
-        out = []
-        for handle, (obj, before) in list(self.held.items()):
+        without a memo: each stands alone), now synced; ``[handle]`` for one nothing here
+        refers to any more (dropped here, and there when the other side reads it), so a run
+        that reads a new container attribute thousands of times (croniter's ``expanded``)
+        does not compare 512 of them at every message."""
+        out: list[Any] = []
+        for handle in list(self.held):
+            obj, before = self.held[handle]
+            if sys.getrefcount(obj) <= _UNREFERENCED:
+                del self.held[handle]
+                if changed_since(obj, before):  # changed, then let go: s.names["x"] = 1
+                    out.append([handle, encode(sendable_contents(obj), other)])
+                out.append([handle])
+                continue
             if changed_since(obj, before):
                 try:
                     out.append([handle, encode(sendable_contents(obj), other)])
@@ -262,6 +277,9 @@ class Live:
         if type(sync) is not list:
             raise WireError("a sync that is not a list")
         for item in sync:
+            if type(item) is list and len(item) == 1 and type(item[0]) is int:
+                self.held.pop(item[0], None)  # the other side no longer refers to it
+                continue
             if type(item) is not list or len(item) != 2 or type(item[0]) is not int:
                 raise WireError("a sync item that is not [handle, contents]")
             found = self.held.get(item[0])
