@@ -1993,6 +1993,10 @@ FAITHFUL_TESTS = textwrap.dedent(
 
         new_type.__supertype__ = int
         assert lib.type_and_supertype(new_type)[1] is int
+        import typing
+
+        Age = typing.NewType("Age", int)  # typing_inspect's is_new_type
+        assert lib.type_and_supertype(Age) == [typing.NewType, int]
         assert lib.arity_of(__add__) == 2 and lib.call_in(__import__("math"), "floor", 2.5) == 2
 
 
@@ -2077,6 +2081,15 @@ FAITHFUL_TESTS = textwrap.dedent(
         with mock.patch("time.sleep") as sleep:
             lib.nap(5)
         assert sleep.call_count == 1
+
+
+    def test_shared_memory():  # xmltodict: the product's allocations are not traced here
+        import tracemalloc
+
+        tracemalloc.start()
+        assert lib.chunks_of(c for c in "abc") == "abc"
+        assert tracemalloc.get_traced_memory()[1] < 1_000_000
+        tracemalloc.stop()
 
 
     def test_shared_env(monkeypatch):
@@ -2230,6 +2243,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "shared_patch",
         "shared_mock",
         "shared_env",
+        "shared_memory",
         "methods_and_builtins",
         "namedtuples",
         "dataclasses",
@@ -2300,6 +2314,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
                 ("patch", "patches time.sleep"),
                 ("mock", "patches time.sleep"),
                 ("env", "sets the environment variable PW_MODE"),
+                ("memory", "traces memory allocations"),
             )
         },
         # Each sandbox has a /tmp of its own: a path there names nothing in the other.

@@ -1898,6 +1898,18 @@ def _guard_shared_patches(tree: str) -> None:
         return enter_dict(self)
 
     unittest.mock._patch_dict._patch_dict = checked_dict  # type: ignore[attr-defined]
+    import tracemalloc
+
+    start_tracing = tracemalloc.start
+
+    def checked_start(*args: Any) -> Any:
+        if ISOLATION["prop"] is not None:
+            # Product code allocates in the product process: what this one traces is the
+            # wire's (xmltodict's streaming memory test), not what the test measures.
+            raise _refuse(f"the property traces memory allocations, {_UNSHARED}")
+        return start_tracing(*args)
+
+    tracemalloc.start = checked_start
 
 
 def install_proxies(

@@ -812,6 +812,7 @@ def generic_alias(
 
 REBUILT_TYPES = (
     typing.TypeVar,
+    typing.NewType,
     *_ALIAS_CLASSES.values(),
     *_TYPING_FORMS,
     types.GenericAlias,
@@ -833,6 +834,8 @@ def rebuilt_parts(obj: Any, other: Callable[[object], Any]) -> list[Any] | None:
     kind = type(obj)
     if kind is typing.TypeVar:
         return ["tv", *typevar_parts(obj, other)]
+    if kind is typing.NewType:  # NewType("Age", int): a value, rebuilt with its supertype
+        return ["nt", str(obj.__name__), encode(obj.__supertype__, other)]
     if kind in _TYPING_FORMS:
         return None
     if kind is types.GenericAlias:
@@ -884,6 +887,10 @@ def rebuild(
                     return made
         if kind == "fr" and len(parts) == 1 and type(parts[0]) is str:
             return typing.ForwardRef(parts[0])
+        if kind == "nt" and len(parts) == 2 and type(parts[0]) is str:
+            if not parts[0].isidentifier():
+                raise WireError("bad 'nt' value: a name that is no identifier")
+            return typing.NewType(parts[0], decode(parts[1], other))
     except (TypeError, ValueError, SyntaxError) as exc:
         raise WireError(f"bad {kind!r} value: {str(exc)[:80]}") from None
     raise WireError("bad rebuilt value")
