@@ -1448,6 +1448,19 @@ FAITHFUL = textwrap.dedent(
         return [type(obj), getattr(obj, "__supertype__", None)]
 
 
+    class Pattern:  # parse's compiled pattern: picklable and copyable
+        def __init__(self, text):
+            self.text = text
+
+        def __eq__(self, other):
+            return isinstance(other, Pattern) and other.text == self.text
+
+
+    class Unpicklable:
+        def __reduce__(self):
+            raise TypeError("cannot pickle Unpicklable")
+
+
     def func_partial(func, *args):  # funcy's: a product function the test's class holds
         return lambda *more: func(*more, *args)
 
@@ -2063,6 +2076,19 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert lib.unwrap_cause(by_context) == ["ValueError", "Underlying", "ctx"]
 
 
+    def test_pickle_and_copy():
+        # A product object is pickled and copied where it lives, as in one process.
+        import copy
+        import pickle
+
+        p = lib.Pattern("{a:d}")
+        again = pickle.loads(pickle.dumps(p))
+        assert again == p and again is not p
+        assert copy.copy(p) == p and copy.deepcopy(p) == p and copy.copy(p) is not p
+        with pytest.raises(TypeError, match="cannot pickle Unpicklable"):
+            pickle.dumps(lib.Unpicklable())
+
+
     def test_writes_tree():  # simpleeval's test_load_file writes into the working tree
         with open("written.txt", "w") as f:
             f.write("hello")
@@ -2250,6 +2276,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "writes_tree",
         "values_by_kind",
         "exception_chains",
+        "pickle_and_copy",
     )
     assert got == {
         "paths": ("pass", "", "isolated"),
@@ -2283,6 +2310,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "dataclasses": ("pass", "", "isolated"),
         "values_by_kind": ("pass", "", "isolated"),
         "exception_chains": ("pass", "", "isolated"),
+        "pickle_and_copy": ("pass", "", "isolated"),
         "product_coroutine": (
             "pass",
             "",

@@ -641,7 +641,26 @@ class Handle:
         return bool(_op("issubclass", cls, self))
 
     def __reduce_ex__(self, protocol: Any) -> Any:
-        raise _refuse("a product object cannot be pickled or copied in the oracle")
+        # Pickled where it lives (parse's test_pickling_bug_110: pickle.dumps(p) must not
+        # raise): the product's own pickle, which only the product process ever loads.
+        data = _op("pickle", self, protocol if type(protocol) is int else 4)
+        if type(data) is not bytes:
+            raise _fail(ProductUnreadable, "a pickle of a product object that is no bytes")
+        return (_load_in_product, (data,))
+
+    def __copy__(self) -> Any:
+        return _op("copy", self)
+
+    def __deepcopy__(self, memo: Any) -> Any:
+        return _op("deepcopy", self)
+
+
+def _load_in_product(data: bytes) -> Any:
+    """A product object pickled here (``Handle.__reduce_ex__``), loaded again: in the product
+    process, from the bytes it made, as a new product object."""
+    if type(data) is not bytes:
+        raise TypeError("a product pickle is bytes")
+    return _op("unpickle", data)
 
 
 def _binary(name: str) -> tuple[Any, Any]:
