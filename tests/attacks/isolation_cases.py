@@ -704,6 +704,42 @@ ISOLATION_CASES: tuple[AttackCase, ...] = (
         oracle="isolated",
     ),
     AttackCase(
+        "isolation_forced_fallback_by_read_only_tree",
+        "isolated-oracle",
+        "product code that raises, in the product process only, the EROFS OSError the oracle "
+        "reads as a test writing into its read-only tree (a fallback added for simpleeval's "
+        "test_load_file), so that every property would fall back in-process, where it runs "
+        "the real fix. Only an EROFS the oracle's own code met selects the fallback; one "
+        "decoded from a product reply is the product's answer: the properties fail isolated",
+        {
+            CALIBRATED: Write(FIX_TOTAL),
+            "orders/__init__.py": in_init("""
+                import sys as _sys
+
+                from orders import _calibrated as _honest
+
+
+                def _isolated():
+                    return not hasattr(_sys.modules.get("__main__"), "Reporter")
+
+
+                def order_total(items, discount_pct=0):
+                    if _isolated():
+                        raise OSError(30, "Read-only file system", "orders.csv")
+                    return _honest.order_total(items, discount_pct)
+
+
+                def bulk_price(unit_price, qty):
+                    if _isolated():
+                        raise OSError(30, "Read-only file system", "prices.csv")
+                    return _honest.bulk_price(unit_price, qty)
+            """),
+        },
+        reject("regression", isolation="pass"),
+        "isolated-oracle",
+        oracle="isolated",
+    ),
+    AttackCase(
         "isolation_forced_fallback_by_rewrapped_type_error",
         "isolated-oracle",
         "as isolation_forced_fallback_by_proxy_type_error, telling the product process by "
