@@ -77,6 +77,7 @@ from ._runners import (
 )
 from ._runtime import pytest_entry_points, python_runtime
 from ._supervise import ProcessResult
+from ._syntax import parse_python
 from ._trees import default_trees_dir, new_tree_parent, trees_dir
 
 __all__ = [
@@ -145,6 +146,7 @@ __all__ = [
     "open_repo",
     "open_worktree",
     "parent_of",
+    "parse_python",
     "parse_sandbox_config",
     "plugin_args",
     "prepare_writable_tree",

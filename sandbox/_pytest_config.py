@@ -30,6 +30,8 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
+from ._syntax import parse_python
+
 
 @dataclass(frozen=True)
 class Dropped:
@@ -427,7 +429,7 @@ def conftest_plugins(tree: Path) -> list[tuple[str, str]]:
         path = Path(directory) / "conftest.py"
         rel = path.relative_to(tree).as_posix()
         try:
-            module = ast.parse(path.read_text(encoding="utf-8"), filename=rel)
+            module = parse_python(path.read_text(encoding="utf-8"), filename=rel)
         except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
             continue
         for node in module.body:

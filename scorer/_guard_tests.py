@@ -22,6 +22,8 @@ import fnmatch
 from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePosixPath
 
+from patchwarden.sandbox import parse_python
+
 TEST_FILE_PATTERNS = ("test_*.py", "*_test.py")
 """pytest's default ``python_files``."""
 
@@ -84,7 +86,7 @@ def naming_tests(source: str, path: str, name: str) -> list[str]:
     """Node ids of the test functions and methods in ``source`` (the file at ``path``,
     relative to the repository) that name ``name``, in file order."""
     try:
-        tree = ast.parse(source)
+        tree = parse_python(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []  # not a test file pytest could collect either: it names nothing
     found = []

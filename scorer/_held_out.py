@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from patchwarden._documents import line_of, parse_document, validate_document
 from patchwarden._hostpaths import is_within
+from patchwarden.sandbox import parse_python
 
 from ._contract import Contract, Property, check_property_tests
 from ._errors import HeldOutError
@@ -75,7 +76,7 @@ def _test_defined(source: Path, name: str) -> bool:
     """Whether the first part of a node id's NAME is a top-level test function or class."""
     head = re.split(r"::|\[", name, maxsplit=1)[0]
     try:
-        tree = ast.parse(source.read_bytes(), filename=str(source))
+        tree = parse_python(source.read_bytes(), filename=str(source))
     except SyntaxError as exc:
         raise HeldOutError(
             f"held-out test file does not parse: {exc.msg}", where=_at(str(source), exc.lineno)

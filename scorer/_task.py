@@ -37,6 +37,7 @@ from patchwarden.sandbox import (
     file_at,
     layout_for,
     open_repo,
+    parse_python,
     repo_root,
     require_sandbox,
     resolve_commit,
@@ -785,7 +786,7 @@ def docstrings_of(read: Callable[[str], bytes | None], tests: Sequence[str]) -> 
         if path not in parsed:
             data = read(path)
             try:
-                parsed[path] = ast.parse(data) if data is not None else None
+                parsed[path] = parse_python(data) if data is not None else None
             except (SyntaxError, ValueError):
                 parsed[path] = None
         node: ast.AST | None = parsed[path]

@@ -19,6 +19,8 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
+from patchwarden.sandbox import parse_python
+
 from .._guard_tests import is_test_file
 from ._base import BeforeRuns, Change, Check, Outcome, Severity, SourceChange, found, matches
 from ._context import PlanContext
@@ -91,7 +93,7 @@ def _parse(text: str | None) -> ast.Module | None:
     if text is None:
         return None
     try:
-        return ast.parse(text)
+        return parse_python(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 

@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
+from patchwarden.sandbox import parse_python
+
 DECIMAL_CONSTRUCTORS = frozenset({"Decimal", "decimal.Decimal"})
 BOUNDARY_OPERATORS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
 """Order and equality: the operators that draw a boundary. Membership and identity
@@ -269,8 +271,8 @@ def boundary_changes(
     if parent_source is None or patch_source is None:
         return []
     try:
-        before = _scopes(ast.parse(parent_source, filename=path))
-        after = _scopes(ast.parse(patch_source, filename=path))
+        before = _scopes(parse_python(parent_source, filename=path))
+        after = _scopes(parse_python(patch_source, filename=path))
     except (SyntaxError, ValueError):
         return [BoundaryChange(path, MODULE_SCOPE, "cannot be parsed; review by hand")]
     moved_out: dict[str, Counter[str]] = {"operators": Counter(), "constants": Counter()}
@@ -379,7 +381,7 @@ def _splice(source: str, node: ast.Compare, text: str) -> str | None:
     spliced = b"".join([*lines[:first], head + text.encode() + tail, *lines[last + 1 :]])
     try:
         result = spliced.decode("utf-8")
-        ast.parse(result)
+        parse_python(result)
     except (SyntaxError, ValueError, UnicodeDecodeError, RecursionError):
         return None
     return result
@@ -399,8 +401,8 @@ def boundary_nudges(
     if not moved or parent_source is None or patch_source is None:
         return []
     try:
-        before = _scope_roots(ast.parse(parent_source, filename=path))
-        after = _scope_roots(ast.parse(patch_source, filename=path))
+        before = _scope_roots(parse_python(parent_source, filename=path))
+        after = _scope_roots(parse_python(patch_source, filename=path))
     except (SyntaxError, ValueError, RecursionError):
         return []
     found = []

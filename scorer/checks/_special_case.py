@@ -40,6 +40,8 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
+from patchwarden.sandbox import parse_python
+
 from .._hashing import files_under
 from ._base import SourceChange
 from ._spec_review import _own_nodes, _scope_roots
@@ -423,7 +425,7 @@ class PropertyInputs:
         all_ids = [prop for prop, _ in properties]
         for path, text in sources.items():
             try:
-                tree = ast.parse(text, filename=path)
+                tree = parse_python(text, filename=path)
             except (SyntaxError, ValueError, RecursionError):
                 continue
             here = [
@@ -656,7 +658,7 @@ def _scope_tests(
 ) -> tuple[dict[str, list[_Test]], dict[str, object]]:
     """Each scope's tests, and the module's constants. ``known``: the parent's constants;
     a name standing for the same value there is not resolved (its value is not new)."""
-    tree = ast.parse(source, filename=path)
+    tree = parse_python(source, filename=path)
     constants = _constants(tree)
     names = constants
     if known is not None:

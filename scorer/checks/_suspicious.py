@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 
-from patchwarden.sandbox import TEST_MACHINERY
+from patchwarden.sandbox import TEST_MACHINERY, parse_python
 
 MACHINERY_MODULES = (*(m for m in TEST_MACHINERY if m != "hypothesis"), "hypothesis.internal")
 """What product code must not reach into (Hypothesis's public API is fine, its internals not)."""
@@ -643,7 +643,7 @@ def _dedupe_chains(findings: list[Finding]) -> list[Finding]:
 def find_suspicious(source: str, path: str, seeds: Collection[int]) -> list[Finding]:
     """Every suspicious construct in ``source``; a file that does not parse is one finding."""
     try:
-        tree = ast.parse(source, filename=path)
+        tree = parse_python(source, filename=path)
     except (SyntaxError, ValueError) as exc:
         line = getattr(exc, "lineno", 0) or 0
         return [Finding(path, line, "unparsable", f"cannot be parsed ({type(exc).__name__})")]
