@@ -59,7 +59,7 @@ def _parse_in_threads(parse: Callable[[str], ast.Module]) -> list[str]:
     return errors
 
 
-@pytest.mark.skipif(sys.version_info >= (3, 11, 8), reason="CPython fixed the shared counter in 3.11.8")
+@pytest.mark.skipif(sys.version_info >= (3, 11, 8), reason="fixed in CPython 3.11.8")
 @pytest.mark.usefixtures("gil_dropping_collections")
 def test_the_fault_is_real_here_for_plain_ast_parse() -> None:
     # Without this the next test could pass for want of a fault.
@@ -81,6 +81,6 @@ def test_every_parse_in_scorer_and_sandbox_goes_through_the_lock() -> None:
         for path in sorted((root / package).rglob("*.py"))
         if path.name != "_syntax.py" and "_inside" not in path.parts
         for n, line in enumerate(path.read_text().splitlines(), 1)
-        if "ast.parse(" in line or "ast.literal_eval(" in line and "node" not in line
+        if "ast.parse(" in line or ("ast.literal_eval(" in line and "node" not in line)
     ]
     assert offenders == []
