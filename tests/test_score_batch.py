@@ -315,3 +315,67 @@ def test_held_out_properties_run_on_ray_as_on_the_local_executor(ray_batch: dict
     assert on_ray["results"] == local["results"]
     held = _runs(on_ray, "runs/held-out")
     assert len(held) == 2 and all(run["where"] != "local" for run in held)
+
+
+@RAY_BATCH_TIMEOUT
+def test_a_settled_units_callbacks_may_call_ray(example_repo: Path, tmp_path: Path) -> None:
+    """Whatever a settled unit sets off runs on the executor's own thread, where a blocking
+    Ray call returns. Settled from a callback of ``ObjectRef.future()`` it ran on Ray's
+    core-worker thread, which is the thread that receives results: there a ``ray.get`` of a
+    task's result never returns (ray-project/ray#50980), and a batch stopped that way with
+    its workers idle. The unit here fails fast (its planned digest is wrong, so the worker
+    refuses to run it); its future's callback runs a task and waits for it."""
+    if not os.environ.get("CI"):
+        pytest.importorskip("ray", reason="the ray extra is not installed (scripts/pw adds it)")
+    import threading
+
+    import git
+
+    from patchwarden.sandbox import Limits, PropertyTarget, SandboxConfig
+    from patchwarden.scorer import ScorerConfig
+    from patchwarden.scorer.executors import RunUnit, TreeSource
+    from patchwarden.scorer.executors._ray import RayExecutor
+
+    repo = git.Repo(example_repo)
+    source = TreeSource(
+        repo_key="orders",
+        clone=Path(repo.git_dir),
+        sha=repo.commit("base").hexsha,
+        restore_from=None,
+        contract_paths=("contract",),
+        protected_paths=(),
+        digest="0" * 64,
+    )
+    unit = RunUnit(
+        label="r1",
+        tree_name="parent",
+        seed=11,
+        tree=tmp_path / "unused",
+        targets=(PropertyTarget("prop.a", "tests/test_a.py::test_a"),),
+        contract_paths=("contract",),
+        limits=Limits(),
+        source=source,
+    )
+    executor = RayExecutor(ScorerConfig(state_dir=str(tmp_path / "state")), SandboxConfig(), jobs=1)
+    seen: list[object] = []
+    called = threading.Event()
+
+    def callback(future: object) -> None:
+        try:
+            ray = executor._ray
+            echo = ray.remote(num_cpus=0)(lambda text: text)
+            seen.append(ray.get(echo.remote("from the callback"), timeout=60))
+        except Exception as exc:
+            seen.append(exc)
+        finally:
+            called.set()
+
+    try:
+        future = executor.submit(unit)
+        future.add_done_callback(callback)
+        assert called.wait(120)
+        error = future.exception()
+        assert "differs from the planned one; not run" in str(error), error
+        assert seen == ["from the callback"]
+    finally:
+        executor.close()

@@ -22,7 +22,11 @@ worker or node died (``max_retries``); nothing here queues work of its own.
   digest before each run (``_held_out_files.py``), then mounts them as the local executor does.
 - Results: the worker returns the run and any change to its tree copy; it writes nothing to
   the log directory (only the driver does). A failure on the worker comes back as a one-line
-  error, never as a traceback in a verdict.
+  error, never as a traceback in a verdict. The driver collects results on a thread of its
+  own (``ray.wait`` with a timeout), never in a callback of ``ObjectRef.future()``: those run
+  on Ray's core-worker thread, and the batch's code that a settled unit sets off (progress,
+  the next submission) would then call into Ray from Ray's own thread, which deadlocks
+  (ray-project/ray#50980; seen as a batch that stopped with its workers idle).
 """
 
 from __future__ import annotations
@@ -35,8 +39,8 @@ import socket
 import tempfile
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from collections.abc import Sequence
+from concurrent.futures import Future, InvalidStateError
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -75,6 +79,9 @@ requests on one base usually come together)."""
 KEPT_HELD_OUT = 4
 """Held-out directories (by digest) the driver keeps in the object store; a batch usually
 uses one."""
+WAIT_POLL_S = 0.2
+"""How long the collecting thread waits in ``ray.wait`` before it looks for units submitted
+since (the latency a new unit can add, once, to its own result)."""
 NODE_CHECK_TIMEOUT_S = 300.0
 """Time for every node to run the sandbox check (a cold node imports patchwarden first)."""
 
@@ -127,10 +134,17 @@ class RayExecutor(Executor):
             self._bundles: OrderedDict[tuple[str, str, str | None], Any] = OrderedDict()
             self._held_out: OrderedDict[str, Any] = OrderedDict()
             self._lock = threading.Lock()
+            self._pending: dict[Any, Future[RunOutcome]] = {}
+            self._submitted = threading.Condition(self._lock)
+            self._closing = False
+            self._collector = threading.Thread(
+                target=self._collect, name="patchwarden-ray-results", daemon=True
+            )
             self._scratch = Path(
                 tempfile.mkdtemp(prefix="ray-bundles-", dir=state_dir(scorer_config))
             )
             check_nodes(ray, self._sandbox_json)
+            self._collector.start()
         except BaseException:
             ray.shutdown()
             raise
@@ -146,28 +160,40 @@ class RayExecutor(Executor):
         bundles = [] if unit.source.fetch_url else self._bundles_for(unit.source)
         ref = self._task.remote(unit, self._sandbox_json, self._state_dir, held_out, *bundles)
         outcome: Future[RunOutcome] = Future()
-        ref.future().add_done_callback(self._settle(outcome))
+        with self._submitted:
+            if self._closing:
+                raise SandboxError("the ray executor is closed", where="--executor ray")
+            self._pending[ref] = outcome
+            self._submitted.notify()
         return outcome
 
-    def _settle(self, outcome: Future[RunOutcome]) -> Callable[[Future[Any]], None]:
-        def done(answer: Future[Any]) -> None:
-            error = answer.exception()
-            if error is not None:
-                # Ray's own failure (a node lost after the retries, a cancelled task).
-                first = str(error).strip().splitlines()
-                outcome.set_exception(
-                    SandboxError(f"ray task failed: {first[0] if first else type(error).__name__}")
+    def _collect(self) -> None:
+        """Settle each unit's future from this thread as its task finishes (see the module
+        docstring for why not from Ray's callbacks)."""
+        while True:
+            with self._submitted:
+                while not self._pending and not self._closing:
+                    self._submitted.wait()
+                if self._closing:
+                    orphans = list(self._pending.values())
+                    self._pending.clear()
+                    break
+                refs = list(self._pending)
+            error: Exception | None = None
+            try:
+                ready, _ = self._ray.wait(
+                    refs, num_returns=1, timeout=WAIT_POLL_S, fetch_local=False
                 )
-                return
-            result = answer.result()
-            if isinstance(result, RunOutcome):
-                outcome.set_result(result)
-            else:
-                kind, message = result
-                error_class = {"git": GitError, "sandbox": SandboxError}.get(kind, SandboxError)
-                outcome.set_exception(error_class(message))
-
-        return done
+            except Exception as exc:  # Ray itself is gone: every unit in flight failed
+                ready, error = refs, exc
+            for ref in ready:
+                with self._lock:
+                    outcome = self._pending.pop(ref, None)
+                if outcome is not None:
+                    _settle(outcome, self._ray, ref, error)
+        for outcome in orphans:
+            if not outcome.done():
+                outcome.set_exception(SandboxError("ray task failed: the executor was closed"))
 
     def _held_out_files(self, directory: Path) -> Any:
         """The object-store ref of the held-out directory's files, one per digest. Packed
@@ -218,6 +244,11 @@ class RayExecutor(Executor):
             return ref
 
     def close(self) -> None:
+        with self._submitted:
+            self._closing = True
+            self._submitted.notify()
+        if self._collector.is_alive():
+            self._collector.join()
         try:
             self._ray.shutdown()
             if self._local:  # our own Ray's workers are gone: so may their trees be
@@ -230,6 +261,30 @@ class RayExecutor(Executor):
                 for leftover in self._scratch.iterdir():
                     leftover.unlink()
                 self._scratch.rmdir()
+
+
+def _settle(outcome: Future[RunOutcome], ray: Any, ref: Any, error: Exception | None) -> None:
+    """Set a unit's future from its finished task's answer (never raises; a future the
+    caller cancelled meanwhile stays cancelled)."""
+    result: Any = None
+    if error is None:
+        try:
+            result = ray.get(ref)
+        except Exception as exc:
+            error = exc
+    with contextlib.suppress(InvalidStateError):
+        if error is not None:
+            # Ray's own failure (a node lost after the retries, a cancelled task).
+            first = str(error).strip().splitlines()
+            outcome.set_exception(
+                SandboxError(f"ray task failed: {first[0] if first else type(error).__name__}")
+            )
+        elif isinstance(result, RunOutcome):
+            outcome.set_result(result)
+        else:
+            kind, message = result
+            error_class = {"git": GitError, "sandbox": SandboxError}.get(kind, SandboxError)
+            outcome.set_exception(error_class(message))
 
 
 # -- on the nodes ------------------------------------------------------------------------------
