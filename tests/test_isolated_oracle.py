@@ -2137,6 +2137,22 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert 0 <= n <= 9
 
 
+    def test_function_globals():  # doctest's finder (--doctest-modules) on a test module
+        import doctest
+        import sys
+
+        from lib import same  # a product function among the test module's names
+
+        assert same.__globals__ is vars(lib) and vars(lib) is lib.__dict__
+        assert same.__globals__["__name__"] == "lib" and "same" in same.__globals__
+        here = sys.modules[__name__]
+        assert not doctest.DocTestFinder()._from_module(here, same)
+        assert doctest.DocTestFinder()._from_module(here, test_function_globals)
+        names = [t.name for t in doctest.DocTestFinder(exclude_empty=False).find(here)]
+        assert f"{here.__name__}.test_function_globals" in names
+        assert f"{here.__name__}.same" not in names
+
+
     def test_doctest_runner():  # doctest clears and restores the trace function
         import doctest
 
@@ -2253,6 +2269,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "standard_classes",
         "product_coroutine",
         "doctest_runner",
+        "function_globals",
         "collections",
         "zones",
         "typing_values",
@@ -2292,6 +2309,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "exception_classes": ("pass", "", "isolated"),
         "standard_classes": ("pass", "", "isolated"),
         "doctest_runner": ("pass", "", "isolated"),
+        "function_globals": ("pass", "", "isolated"),
         "collections": ("pass", "", "isolated"),
         "zones": ("pass", "", "isolated"),
         "typing_values": ("pass", "", "isolated"),

@@ -747,6 +747,16 @@ def _own_dunder(obj: Any, name: Any) -> Any:
     return own[name]
 
 
+def _globals_of(function: Any) -> str | None:
+    """The name of the module whose namespace is a function's ``__globals__``, or None."""
+    if type(function) is not types.FunctionType:
+        raise TypeError("__globals__ of what is not a function")
+    space = function.__globals__
+    name = space.get("__name__")
+    module = sys.modules.get(name) if type(name) is str else None
+    return name if module is not None and getattr(module, "__dict__", None) is space else None
+
+
 def _exit_context(obj: Any, *exc: Any) -> Any:
     return type(obj).__exit__(obj, *exc)
 
@@ -836,7 +846,7 @@ OPS: dict[str, Any] = {
     "unpickle": lambda data: __import__("pickle").loads(data),
     "copy": lambda obj: __import__("copy").copy(obj),
     "deepcopy": lambda obj: __import__("copy").deepcopy(obj),
-    "own": _own_dunder,
+    "own": _own_dunder, "globals_of": _globals_of,
     "get": lambda obj, instance, owner: type(obj).__get__(obj, instance, owner),
     "set": lambda obj, instance, value: type(obj).__set__(obj, instance, value),
     "delete": lambda obj, instance: type(obj).__delete__(obj, instance),

@@ -493,6 +493,38 @@ class ProductNamespace(dict):  # type: ignore[type-arg]
     update = pop = popitem = clear = setdefault = _patch
 
 
+_MODULE_NAMESPACES: dict[str, ProductNamespace] = {}
+"""One namespace object per product module, refilled at each read: ``vars(m) is m.__dict__``
+and a function's ``__globals__ is vars(its module)``, as in one process (doctest's finder
+tells a module's own functions from imported ones by that identity)."""
+
+
+def _module_namespace(module: Handle, name: str) -> ProductNamespace:
+    fresh = _namespace(module, name)
+    kept = _MODULE_NAMESPACES.setdefault(name, fresh)
+    if kept is not fresh:
+        dict.clear(kept)
+        dict.update(kept, fresh)
+    return kept
+
+
+def _globals_of(function: Handle) -> ProductNamespace | None:
+    """``__globals__`` of a product function: its module's namespace when they are one dict
+    in the product (the product names the module; the proxy module is the oracle's own), else
+    None (a function made by ``exec`` in a dict of its own: refused as before)."""
+    name = _link().request("globals_of", [function])
+    finder = ISOLATION["finder"]
+    if type(name) is not str or finder is None or not finder.owns(name):
+        return None
+    module = sys.modules.get(name)
+    if module is None:
+        # A submodule the product imported and the test did not (semver._deprecated): in
+        # one process it is in sys.modules already; here it is imported as any product
+        # module is, through the proxy.
+        module = importlib.import_module(name)
+    return module.__dict__ if isinstance(module, ProxyModule) else None
+
+
 def _namespace(target: Any, owner: str) -> ProductNamespace:
     try:
         found = _link().request("vars", [target])
@@ -527,6 +559,10 @@ class Handle:
                 return _SEEN_AS.get(kind, Handle)
             if name == "__dict__":
                 return _namespace(self, object.__getattribute__(self, "_pw_type"))
+            if kind == "function" and name == "__globals__":
+                space = _globals_of(self)
+                if space is not None:
+                    return space
             if kind in _SEEN_AS and name in _FUNCTION_INTERNALS:
                 raise _refuse(f"the property introspects product {kind} {_label(self)} ({name})")
             if kind == "class" and name == "__annotations__":
@@ -1636,7 +1672,7 @@ class ProxyModule(types.ModuleType):
 
     @property
     def __dict__(self) -> ProductNamespace:  # type: ignore[override]
-        return _namespace(self._pw_module(), self.__name__)
+        return _module_namespace(self._pw_module(), self.__name__)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if type(value) is ProxyModule:
