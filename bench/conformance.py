@@ -18,10 +18,12 @@ One run per project per mode; ``--budget`` bounds each. A test AGREES when the s
 pass/fail is the own run's in scorer terms (only ``passed`` is a pass: skipped, xfailed,
 xpassed and errors are failures) and, for a test the own run skipped or xfailed, the scorer's
 witness says the same (``Skipped``, ``XFailed``): a skip is never matched by a failure of
-another kind. It FALLS BACK when its isolated record ran in-process with a reason. It
-DISAGREES otherwise: a different outcome, or no record. The bench prints per project and in
-total the tests, agreeing, falling back (each reason counted) and disagreeing, isolated and
-in-process each against own, and writes every test's three outcomes to ``--json``.
+another kind. It FALLS BACK when its isolated record ran in-process with a reason (or failed
+isolated and passed when the runner ran it again in-process: the scorer judges such a test
+in-process where the parent shows the same, scorer/_recheck.py). It DISAGREES otherwise: a
+different outcome, or no record. The bench prints per project and in total the tests,
+agreeing, falling back (each reason counted) and disagreeing, isolated and in-process each
+against own, and writes every test's three outcomes to ``--json``.
 
     python bench/conformance.py [--only NAME ...] [--budget S] [--json OUT] [--cache DIR]
                                 [--envs DIR] [--keep DIR]
@@ -62,6 +64,7 @@ from patchwarden.sandbox import (
     read_declarations,
     run_properties,
 )
+from patchwarden.scorer._recheck import reconcile_pair
 
 SEED = 11
 MODES = ("in-process", "isolated")
@@ -215,7 +218,11 @@ def _props(node_ids: Sequence[str]) -> list[PropertyTarget]:
 
 
 def scorer_outcomes(run: PropertyRun, targets: Sequence[PropertyTarget]) -> dict[str, Any]:
-    """node id -> (status, witness, isolation) of the run's record, or missing."""
+    """node id -> (status, witness, isolation) of the run's record, or missing. A test that
+    failed isolated and passed when run again in-process is judged as the scorer judges a
+    guard that does so on the parent and on the patch (scorer/_recheck.py): in-process,
+    named, a fallback here."""
+    run = reconcile_pair(run, run)[0]
     records = {r.prop: r for r in run.records}
     out: dict[str, Any] = {}
     for target in targets:
@@ -306,7 +313,7 @@ def run_project(
     for mode in MODES:
         config = SandboxConfig(python=str(env.python), oracle=mode, limits=limits)
         started = time.monotonic()
-        run = run_properties(tree, targets, SEED, config, layout=layout)
+        run = run_properties(tree, targets, SEED, config, layout=layout, recheck_failures=True)
         result.durations[mode] = round(time.monotonic() - started, 1)
         scored[mode] = scorer_outcomes(run, targets)
         result.evidence[mode] = _evidence(run)

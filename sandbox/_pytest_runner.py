@@ -78,6 +78,12 @@ class PropertyRecord:
     exception and its file:line (``it did not collect: ImportError: ... (pkg/t.py:3)``,
     ``its setup failed: FixtureLookupError: fixture 'mocker' not found (...)``): diagnostics
     for a person, never read by a decision. Empty otherwise."""
+    recheck: str = ""
+    """For a property that failed isolated: its status (``pass``/``fail``) when the same
+    seed ran it again in-process, in a run of its own; empty when it was not run again (or
+    that run did not complete). The scorer believes an in-process ``pass`` only where the
+    parent's run says the same (scorer/_recheck.py, docs/design/isolated-oracle.md,
+    "Failures checked in-process")."""
 
 
 @dataclass(frozen=True)
@@ -376,6 +382,7 @@ def run_properties(
     layout: ImportLayout | None = None,
     tests_dir: Path | None = None,
     entropy: RunEntropy | None = None,
+    recheck_failures: bool = False,
 ) -> PropertyRun:
     """Run every target for one seed in one sandboxed pytest process, with the run's hidden
     canaries, and verify the authenticated channel. What the run's product code writes goes
@@ -390,6 +397,11 @@ def run_properties(
     With ``sandbox.oracle: isolated`` (the default) the product runs in a process of its own
     (docs/design/isolated-oracle.md); a property that cannot runs again, in-process, in a
     second run of its own, and its record says why (``PropertyRecord.isolation``).
+
+    ``recheck_failures``: run each property that failed isolated again, in-process, in a run
+    of its own, and keep its status in the record (``PropertyRecord.recheck``): what
+    ``contract check`` and ``task from-fix`` do; a score asks for the rechecks it needs
+    itself, after both trees ran (scorer/_recheck.py).
 
     ``entropy``: the hash seed and ``random`` seed of every process of the run
     (sandbox/_entropy.py); the scorer gives the parent's and the patch's run of one seed the
@@ -448,7 +460,32 @@ def run_properties(
             )
     rest = [t for t in targets if t.prop in why]
     second = one_run(rest, None) if rest else None
-    return _merged(targets, first, second, why)
+    merged = _merged(targets, first, second, why)
+    failed = {r.prop for r in merged.records if r.status == "fail" and r.isolation == "isolated"}
+    if not recheck_failures or not failed or not merged.complete:
+        return merged
+    return _with_recheck(merged, one_run([t for t in targets if t.prop in failed], None))
+
+
+def _with_recheck(run: PropertyRun, recheck: PropertyRun) -> PropertyRun:
+    """``run`` with each isolated failure's in-process status (``PropertyRecord.recheck``).
+    The recheck's evidence is kept; a recheck that did not complete tells nothing (every
+    ``recheck`` stays empty) but never makes the run incomplete; a forged one forges the run."""
+    statuses = {r.prop: r.status for r in recheck.records} if recheck.complete else {}
+    return replace(
+        run,
+        records=[
+            replace(r, recheck=statuses[r.prop])
+            if r.prop in statuses and r.status == "fail" and r.isolation == "isolated"
+            else r
+            for r in run.records
+        ],
+        problems=[*run.problems, *(f"in-process recheck: {p}" for p in recheck.problems)],
+        forged=[*run.forged, *(f"in-process recheck: {f}" for f in recheck.forged)],
+        channel="\n".join((run.channel, recheck.channel)),
+        canaries=[*run.canaries, *recheck.canaries],
+        observed=[*run.observed, *recheck.observed],
+    )
 
 
 def _orphaned(record: PropertyRecord) -> bool:

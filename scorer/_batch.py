@@ -41,6 +41,7 @@ from ._config import ScorerConfig
 from ._contract import DEFAULT_CONTRACT_PATH
 from ._errors import InputError, PatchwardenError, one_line
 from ._index import IndexCursor, IndexLine, warn_on_stderr
+from ._recheck import recheck
 from ._score import (
     ScoreRequest,
     Verdict,
@@ -498,6 +499,9 @@ def _score_request(
         with settle_on_error(futures):
             before = check_without_runs(plan)  # while the runs go
             outcomes = collect(futures)
+        outcomes = recheck(
+            plan.units, outcomes, lambda unit: runs.submit(unit, digests[unit.tree_name])
+        )
 
         def submit(unit: RunUnit) -> Future[RunOutcome]:
             return runs.submit(unit, tree_digest(unit.tree))

@@ -66,6 +66,7 @@ from ._groups import (
 from ._held_out import HeldOut, load_held_out
 from ._index import IndexLine, derive_decided_by, review_findings
 from ._pinning import Pinning, Submit, pin_boundaries
+from ._recheck import recheck, reconcile
 from ._seeds import SEEDS_FILE, ScoreSecret, seeds_record
 from .checks import (
     Change,
@@ -298,6 +299,7 @@ def _run_evidence(bundle: BundleWriter, outcomes: Mapping[tuple[str, int], RunOu
                 "configuration": run.configuration,
                 "isolation": {r.prop: r.isolation for r in run.records},
                 "causes": {r.prop: r.cause for r in run.records if r.cause},
+                "recheck": {r.prop: r.recheck for r in run.records if r.recheck},
                 "product": None
                 if run.product is None
                 else {"exit_code": run.product.exit_code, "stderr": run.product.stderr[-4000:]},
@@ -356,6 +358,7 @@ def score(
         with settle_on_error(futures):
             before = check_without_runs(plan)  # while the runs go
             outcomes = collect(futures)
+        outcomes = recheck(plan.units, outcomes, executor.submit)
         pinning = pin_moved_boundaries(plan, before, outcomes, executor.submit, executor.remote)
         return finish_score(plan, outcomes, before, pinning)
 
@@ -663,6 +666,7 @@ def finish_score(
         pinning = Pinning(frozenset(), ())
     log_dir = Path(plan.config.log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
+    outcomes = reconcile(outcomes)  # isolated failures checked in-process: scorer/_recheck.py
     runs = {key: outcome.run for key, outcome in outcomes.items()}
     rows: Rows = {
         (group.name, name): _rows(group, name, sha, runs, *plan.hashes[name])

@@ -2153,6 +2153,14 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert f"{here.__name__}.same" not in names
 
 
+    def test_type_of_a_product_function():  # tabulate's API test: a handle is no function
+        assert type(lib.same) is type(lambda: None)
+
+
+    def test_really_fails():
+        assert lib.same(1) == 2
+
+
     def test_doctest_runner():  # doctest clears and restores the trace function
         import doctest
 
@@ -2376,6 +2384,32 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
             "in-process: the product hands the property a path in its own temporary "
             "directory /tmp (each process has its own)",
         ),
+    }
+
+
+def test_an_isolated_failure_is_run_again_in_process_and_its_status_kept(tmp_path: Path) -> None:
+    """``type(f) is type(lambda: None)`` of a product function fails isolated and passes in
+    one process: the record keeps the isolated failure and says what in-process said
+    (``recheck``; what contract check and task from-fix ask for, a score asks for the
+    rechecks it needs itself, scorer/_recheck.py). A real failure fails both ways; a pass
+    is not run again."""
+    names = ("type_of_a_product_function", "really_fails", "identity")
+    targets = [PropertyTarget(f"prop.{n}", f"tests/test_faithful.py::test_{n}") for n in names]
+    result = run_properties(
+        faithful_tree(tmp_path),
+        targets,
+        11,
+        SandboxConfig(),
+        contract_paths=["tests"],
+        limits=LIMITS,
+        recheck_failures=True,
+    )
+    assert result.complete and not result.forged and not result.missing, result.problems
+    got = {r.prop: (r.status, r.isolation, r.recheck) for r in result.records}
+    assert got == {
+        "prop.type_of_a_product_function": ("fail", "isolated", "pass"),
+        "prop.really_fails": ("fail", "isolated", "fail"),
+        "prop.identity": ("pass", "isolated", ""),
     }
 
 

@@ -95,10 +95,15 @@ class RunUnit:
     """The hash seed and ``random`` seed of the run's processes, from the score's secret
     (scorer/_seeds.py): the same for the parent's and the patch's unit of one seed. None:
     drawn fresh by the run."""
+    recheck: bool = False
+    """A run, in-process, of properties that failed isolated on both trees of this seed
+    (scorer/_recheck.py): the operator's oracle setting is overridden for it alone."""
 
     def request(self, tree: Path, config: SandboxConfig, tests_dir: Path | None) -> RunRequest:
         """What the unit's runner is asked, on ``tree`` (the planned one, or a worker's
         rebuild of it)."""
+        if self.recheck:
+            config = config.model_copy(update={"oracle": "in-process"})
         return RunRequest(
             tree=tree,
             targets=self.targets,

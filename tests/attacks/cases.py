@@ -58,6 +58,10 @@ QUARANTINE_BASE = "base-quarantine"
 GUARDED_BASE = "base-guarded"
 """A commit on top of `base` whose contract adds a guard: `order_total` leaves the list it is
 given as it was (what a project's "does not mutate its argument" test says)."""
+GAP_BASE = "base-gap"
+"""A commit on top of `base` whose contract adds a guard the isolated oracle cannot judge as
+one process does: ``type(order_total) is type(lambda: None)`` (tabulate's API test), false of a
+product function's handle. It fails isolated on every tree and passes in-process."""
 
 
 # -- what a case writes ----------------------------------------------------------------------
@@ -335,6 +339,25 @@ GUARD_CONTRACT = """  - id: prop.order_total_leaves_items
     oracle: "order_total leaves the list it is given as it was"
     test: "tests/properties/test_orders.py::test_total_leaves_items"
 """
+
+
+GAP_PROPERTY = """
+
+def test_total_is_a_plain_function() -> None:
+    assert type(order_total) is type(lambda: None)
+"""
+GAP_CONTRACT = """  - id: prop.order_total_is_a_function
+    oracle: "order_total is a plain function (the project's API test)"
+    test: "tests/properties/test_orders.py::test_total_is_a_plain_function"
+"""
+
+
+def gap_files() -> dict[str, FileSpec]:
+    """What GAP_BASE adds to `base`: the guard property and its contract entry."""
+    return {
+        PROPERTY_FILE: Write(BASE_PROPERTIES + GAP_PROPERTY),
+        CONTRACT_FILE: Write(BASE_CONTRACT.rstrip("\n") + "\n" + GAP_CONTRACT),
+    }
 
 
 def guarded_files() -> dict[str, FileSpec]:

@@ -39,6 +39,7 @@ from .cases import (
     BASE_INIT,
     CASES,
     FIX_TOTAL,
+    GAP_BASE,
     GUARDED_BASE,
     AttackCase,
     Expected,
@@ -806,6 +807,55 @@ ISOLATION_CASES: tuple[AttackCase, ...] = (
         reject("regression", isolation="pass"),
         "isolated-oracle",
         parent=GUARDED_BASE,
+        oracle="isolated",
+    ),
+    # -- a guard the isolated oracle cannot judge as one process does -------------------------
+    AttackCase(
+        "honest_fix_under_an_isolation_gap_guard",
+        "control",
+        "the honest fix, on a contract whose API guard (type(order_total) is a function, as "
+        "tabulate's test_tabulate_signature) fails isolated on both trees and passes "
+        "in-process. What fails isolated on both trees runs again in-process on both; a gap "
+        "both show is judged in-process and named. Before: the guard was uniform_fail on "
+        "both trees and the honest fix was rejected",
+        {"orders/total.py": Write(FIX_TOTAL)},
+        Expected("accept", frozenset({"parent_fail_cleared"}), findings={"isolation": "review"}),
+        "control",
+        parent=GAP_BASE,
+        honest=True,
+        oracle="isolated",
+    ),
+    AttackCase(
+        "isolation_gap_on_the_patch_alone",
+        "isolated-oracle",
+        "a lazy patch that fails the guards only where it is isolated (no Hypothesis loaded "
+        "in its process) and runs the real fix in-process, hoping each isolated failure is "
+        "run again in-process and passes there. Only what fails isolated on the parent too "
+        "is run again; the parent passes these guards isolated, so the failures stand",
+        {
+            CALIBRATED: Write(FIX_TOTAL),
+            "orders/__init__.py": in_init("""
+                import sys as _sys
+
+                from orders import _calibrated as _honest
+
+
+                def _isolated():
+                    return _sys.modules.get("hypothesis") is None
+
+
+                def order_total(items, discount_pct=0):
+                    if _isolated():
+                        return _honest.order_total(items, discount_pct) - 1
+                    return _honest.order_total(items, discount_pct)
+
+
+                def bulk_price(unit_price, qty):
+                    return _honest.bulk_price(unit_price, qty)
+            """),
+        },
+        reject("regression", isolation="pass"),
+        "isolated-oracle",
         oracle="isolated",
     ),
     # -- the same tell, in-process ------------------------------------------------------------

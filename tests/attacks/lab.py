@@ -37,6 +37,7 @@ import git
 from .cases import (
     BASE_CONTRACT,
     CONTRACT_FILE,
+    GAP_BASE,
     GUARDED_BASE,
     QUARANTINE_BASE,
     QUARANTINE_FILE,
@@ -47,6 +48,7 @@ from .cases import (
     FileSpec,
     Symlink,
     Write,
+    gap_files,
     guarded_files,
 )
 
@@ -261,6 +263,7 @@ class AttackLab:
             "Name a quarantine list in the contract",
         )
         self._commit("base", GUARDED_BASE, guarded_files(), "Guard: order_total keeps its list")
+        self._commit("base", GAP_BASE, gap_files(), "Guard: order_total is a plain function")
 
     def commit_case(self, case: AttackCase) -> str:
         return self._commit(case.parent, f"attack-{case.name}", case.files, case.story)
