@@ -399,9 +399,9 @@ def run_properties(
     second run of its own, and its record says why (``PropertyRecord.isolation``).
 
     ``recheck_failures``: run each property that failed isolated again, in-process, in a run
-    of its own, and keep its status in the record (``PropertyRecord.recheck``): what
-    ``contract check`` and ``task from-fix`` do; a score asks for the rechecks it needs
-    itself, after both trees ran (scorer/_recheck.py).
+    of its own, and keep its status in the record (``PropertyRecord.recheck``): what the
+    conformance bench does with one tree; a score asks for the rechecks it needs itself,
+    after both trees ran (scorer/_recheck.py).
 
     ``entropy``: the hash seed and ``random`` seed of every process of the run
     (sandbox/_entropy.py); the scorer gives the parent's and the patch's run of one seed the
@@ -469,9 +469,12 @@ def run_properties(
 
 def _with_recheck(run: PropertyRun, recheck: PropertyRun) -> PropertyRun:
     """``run`` with each isolated failure's in-process status (``PropertyRecord.recheck``).
-    The recheck's evidence is kept; a recheck that did not complete tells nothing (every
-    ``recheck`` stays empty) but never makes the run incomplete; a forged one forges the run."""
-    statuses = {r.prop: r.status for r in recheck.records} if recheck.complete else {}
+    A recheck that did not complete, or whose channel cannot be believed, tells nothing:
+    every ``recheck`` stays empty and the run is as it was (its problems noted)."""
+    if not recheck.complete or recheck.forged:
+        why = "did not complete" if not recheck.complete else "was forged"
+        return replace(run, problems=[*run.problems, f"the in-process recheck {why}"])
+    statuses = {r.prop: r.status for r in recheck.records}
     return replace(
         run,
         records=[
@@ -480,11 +483,7 @@ def _with_recheck(run: PropertyRun, recheck: PropertyRun) -> PropertyRun:
             else r
             for r in run.records
         ],
-        problems=[*run.problems, *(f"in-process recheck: {p}" for p in recheck.problems)],
-        forged=[*run.forged, *(f"in-process recheck: {f}" for f in recheck.forged)],
         channel="\n".join((run.channel, recheck.channel)),
-        canaries=[*run.canaries, *recheck.canaries],
-        observed=[*run.observed, *recheck.observed],
     )
 
 

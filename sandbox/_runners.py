@@ -45,9 +45,6 @@ class RunRequest:
     entropy: RunEntropy | None = None
     """A scored run's hash seed and ``random`` seed (sandbox/_entropy.py); None: drawn fresh.
     Runners whose processes are not Python ignore it."""
-    recheck_failures: bool = False
-    """Run each isolated failure again in-process and keep its status
-    (``PropertyRecord.recheck``); runners without an isolated oracle ignore it."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +74,6 @@ def _pytest(request: RunRequest) -> PropertyRun:
         layout=request.layout,
         tests_dir=request.tests_dir,
         entropy=request.entropy,
-        recheck_failures=request.recheck_failures,
     )
 
 

@@ -44,7 +44,6 @@ from ._checkout import clean_checkout, read_contract_at, scorer_clone
 from ._config import ScorerConfig
 from ._contract import Contract, manifest_fixtures
 from ._errors import ContractError, PatchwardenError
-from ._recheck import reconcile_pair
 from ._score import RunProgress
 from .checks import remove_bytecode, restore_from_parent
 
@@ -354,12 +353,6 @@ def check_contract(
                     on_run,
                     "reference",
                 )
-    # As the scorer judges them (scorer/_recheck.py): with a reference, the base as the parent
-    # and the reference as the patch; without, the base as both.
-    for seed, run in runs.items():
-        runs[seed], reference_run = reconcile_pair(run, reference_runs.get(seed, run))
-        if seed in reference_runs:
-            reference_runs[seed] = reference_run
     return ContractCheck(
         base=base_sha,
         layout=layout,
@@ -412,7 +405,6 @@ def run_seeds(
                     limits=config.run_limits,
                     layout=layout,
                     seed_env=contract.seed_env,
-                    recheck_failures=True,
                 ),
             ): seed
             for seed in contract.seeds

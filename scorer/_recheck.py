@@ -21,8 +21,11 @@ patch for a seed runs again on both, in-process, in a run of its own per tree
 A parent that fails isolated where the patch passes is not run again: whether the parent's
 failure was the bug or a limit of the oracle, the property's decision is the same accept.
 
-``contract check`` and ``task from-fix`` ask the runner for the rechecks of every isolated
-failure (``recheck_failures``), and judge the base and the reference the same way.
+``contract check`` and ``task from-fix`` do not recheck: a test that fails isolated where it
+would pass in one process is shown failing there (a task leaves it out: it does not pass on
+both trees, or its empty patch is not rejected). The conformance bench asks the runner to
+recheck every isolated failure of its one tree (``recheck_failures``) and reads it as a
+guard that does the same on both trees.
 
 docs/design/isolated-oracle.md, "Failures checked in-process".
 """
@@ -95,6 +98,25 @@ def _judged(run: PropertyRun, gaps: set[str]) -> PropertyRun:
     return dataclasses.replace(run, records=records)
 
 
+RECHECK_FLOOR_S = 15.0
+"""The least time a recheck run gets (an interpreter, pytest and the project's imports)."""
+
+
+def recheck_limits(unit: RunUnit, records: Sequence[PropertyRecord]) -> RunUnit:
+    """``unit`` with its wall and idle limits cut to what the rechecked properties took
+    isolated, twice over, plus RECHECK_FLOOR_S: in one process a test is no slower than
+    isolated, and a bug that hangs (cut at the call deadline isolated, with no deadline
+    in-process) must not cost the run's whole limit per seed."""
+    bound = RECHECK_FLOOR_S + 2 * sum(r.duration_s for r in records)
+    limits = unit.limits.model_copy(
+        update={
+            "wall_time_s": min(unit.limits.wall_time_s, bound),
+            "idle_time_s": min(unit.limits.idle_time_s, bound),
+        }
+    )
+    return dataclasses.replace(unit, limits=limits)
+
+
 def failed_isolated(record: PropertyRecord) -> bool:
     return record.status == "fail" and record.isolation == "isolated"
 
@@ -118,10 +140,12 @@ def recheck_units(
             continue
         failing = [{r.prop for r in run.records if failed_isolated(r)} for run in runs]
         both = failing[0] & failing[1]
-        for which in (key, partner) if both else ():
+        for which, run in zip((key, partner), runs, strict=True) if both else ():
             unit = by_key[which]
             targets = tuple(t for t in unit.targets if t.prop in both)
-            wanted[which] = dataclasses.replace(unit, targets=targets, recheck=True)
+            rechecked = [r for r in run.records if r.prop in both]
+            unit = dataclasses.replace(unit, targets=targets, recheck=True)
+            wanted[which] = recheck_limits(unit, rechecked)
     return wanted
 
 

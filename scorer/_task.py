@@ -50,7 +50,6 @@ from ._contract import DEFAULT_CONTRACT_PATH, DEFAULT_SEEDS, Contract, Property,
 from ._contract_check import collection_cause, is_guard, run_seeds
 from ._errors import InputError
 from ._guard_tests import guard_tests, is_test_file
-from ._recheck import reconcile_pair
 from ._score import RunProgress, ScoreRequest, Verdict, score
 from .checks import matches, remove_bytecode
 
@@ -652,14 +651,8 @@ def _run_both(
         ref_runs = run_seeds(
             tree, probe, sandbox_config, config, contract_paths, layout, on_run, "reference"
         )
-    # A test that fails isolated and passes in-process is judged as the scorer would judge
-    # it with the base as the parent (scorer/_recheck.py); the kept runs show the records
-    # as they came.
-    kept = {"base": dict(base_runs), "reference": dict(ref_runs)}
-    for seed in set(base_runs) & set(ref_runs):
-        base_runs[seed], ref_runs[seed] = reconcile_pair(base_runs[seed], ref_runs[seed])
     if keep_runs is not None:
-        keep_build_runs(keep_runs, numbered, kept)
+        keep_build_runs(keep_runs, numbered, {"base": base_runs, "reference": ref_runs})
     problems = [
         f"the {side} run of seed {seed} is incomplete"
         for side, runs in (("base", base_runs), ("reference", ref_runs))

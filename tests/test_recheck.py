@@ -111,6 +111,10 @@ def test_only_what_fails_isolated_on_both_trees_is_run_again_on_both() -> None:
     assert sorted(wanted) == [("parent", 11), ("patch", 11)]
     assert all(u.recheck and [t.prop for t in u.targets] == ["prop.a"] for u in wanted.values())
     assert wanted[("patch", 11)].request(Path("/t"), _config(), None).config.oracle == "in-process"
+    # a recheck gets the time the failure took isolated, twice, plus a floor: a bug that
+    # hangs (cut at the call deadline isolated) does not cost the run's whole limit
+    assert wanted[("patch", 11)].limits.wall_time_s == 15.0 + 2 * 0.1
+    assert wanted[("patch", 11)].limits.idle_time_s == 15.0 + 2 * 0.1
 
 
 def test_an_incomplete_run_asks_for_no_recheck() -> None:
