@@ -40,7 +40,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fidelity._task import TaskOutcome, build_task
 from fidelity.corpus import FIXES, Fix
 
-ORDER = ("semver", "parse", "pathspec", "toolz", "boltons", "more-itertools")
+ORDER = (
+    "semver",
+    "priority",
+    "parse",
+    "pathspec",
+    "toolz",
+    "hpack",
+    "boltons",
+    "more-itertools",
+)
 """Projects with the smallest test modules first: a budget gets the most tasks."""
 
 

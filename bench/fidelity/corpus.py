@@ -132,6 +132,26 @@ PATHSPEC_1_1_0 = Release(
 TOOLZ_1_0_0 = Release("1.0.0", "2c86e3d9a04798ac556793bced838816296a2f085017664e4995cb40a1047a02")
 TOOLZ_1_1_0 = Release("1.1.0", "27a5c770d068c110d9ed9323f24f1543e83b2f300a687b7891c1a6d56b697b5b")
 
+PRIORITY_1_2_0 = Release(
+    "1.2.0", "70468e7f43c4bb19cd966d63f78367d8c5af68828611aa3f3e5d77b8948cd2d4"
+)
+PRIORITY_1_2_1 = Release(
+    "1.2.1", "21e3b5a3b64cda106556023c9ac1223a026a45252536dd33b992a35e557280a4"
+)
+PRIORITY_1_2_2 = Release(
+    "1.2.2", "6cd04ba9d2ce1a6a25ceb5f52674c3f400cf21ff948fcfcf76afd6c8a9b19c07"
+)
+PRIORITY_1_3_0 = Release(
+    "1.3.0", "6bc1961a6d7fcacbfc337769f1a382c8e746566aaa365e78047abe9f66b2ffbe"
+)
+PRIORITY_LOG = "HISTORY.rst"
+PRIORITY_FILE = "src/priority/priority.py"
+
+HPACK_4_1_0 = Release("4.1.0", "ec5eca154f7056aa06f196a557655c5b009b382873ac8d1e66e79e87535f1dca")
+HPACK_4_2_0 = Release("4.2.0", "0895cfa3b5531fc65fe439c05eb65144f123bf7a394fcaa56aa423548d8e45c0")
+HPACK_LOG = "CHANGELOG.rst"
+HPACK_FILE = "src/hpack/hpack.py"
+
 
 MORE_ITERTOOLS: tuple[Fix, ...] = (
     Fix(
@@ -1383,7 +1403,274 @@ TOOLZ: tuple[Fix, ...] = (
 )
 
 
-FIXES: tuple[Fix, ...] = (*MORE_ITERTOOLS, *BOLTONS, *PARSE_FIXES, *SEMVER, *PATHSPEC, *TOOLZ)
+PRIORITY: tuple[Fix, ...] = (
+    Fix(
+        id="priority_absent_parent",
+        project="priority",
+        old=PRIORITY_1_2_0,
+        new=PRIORITY_1_2_1,
+        src_root="src",
+        module="priority.priority",
+        file=PRIORITY_FILE,
+        function="PriorityTree.insert_stream",
+        honest=(
+            "PriorityTree._get_or_insert_parent",
+            "PriorityTree.insert_stream",
+            "PriorityTree.reprioritize",
+        ),
+        entry="PriorityTree.insert_stream",
+        self_key="sorted(self._streams)",
+        calls=(Call(("3",), (("depends_on", "1"),), receiver="PriorityTree()"),),
+        visible=_src("""
+            from priority import PriorityTree
+
+
+            def test_priority_absent_parent():
+                # 1.2.0 raised KeyError: stream 1 is not in the tree.
+                assert PriorityTree().insert_stream(3, depends_on=1) is None
+            """),
+        held_out=_src("""
+            from hypothesis import given
+            from hypothesis import strategies as st
+
+            from priority import PriorityTree
+
+
+            @given(st.integers(1, 50), st.integers(51, 100), st.integers(1, 256), st.booleans())
+            def test_priority_absent_parent_held_out(parent, child, weight, exclusive):
+                tree = PriorityTree()
+                tree.insert_stream(child, depends_on=parent, weight=weight, exclusive=exclusive)
+                # The absent parent comes in blocked: the child is served until it is unblocked.
+                assert [next(tree) for _ in range(3)] == [child] * 3
+                tree.unblock(parent)
+                assert [next(tree) for _ in range(3)] == [parent] * 3
+            """),
+        changelog=Changelog(
+            PRIORITY_LOG,
+            "- Allow insertion of streams that have parents in the idle or closed states.",
+        ),
+        notes="the fix routes insert_stream and reprioritize through the new helper",
+    ),
+    Fix(
+        id="priority_exclusive_default_parent",
+        project="priority",
+        old=PRIORITY_1_2_1,
+        new=PRIORITY_1_2_2,
+        src_root="src",
+        module="priority.priority",
+        file=PRIORITY_FILE,
+        function="PriorityTree.insert_stream",
+        honest=("PriorityTree.insert_stream",),
+        entry="PriorityTree.insert_stream",
+        self_key="sorted(self._streams)",
+        calls=(Call(("1",), (("exclusive", "True"),), receiver="PriorityTree()"),),
+        visible=_src("""
+            from priority import PriorityTree
+
+
+            def test_priority_exclusive_default_parent():
+                # 1.2.1 failed an assertion: no depends_on.
+                assert PriorityTree().insert_stream(1, exclusive=True) is None
+            """),
+        held_out=_src("""
+            from hypothesis import given
+            from hypothesis import strategies as st
+
+            from priority import PriorityTree
+
+
+            @given(
+                st.lists(st.integers(1, 99), unique=True, max_size=6),
+                st.integers(101, 200),
+                st.sampled_from([None, 0]),
+            )
+            def test_priority_exclusive_default_parent_held_out(existing, new, depends_on):
+                tree = PriorityTree()
+                for stream_id in existing:
+                    tree.insert_stream(stream_id)
+                # An exclusive dependency on the root, implicit or explicit, takes over.
+                tree.insert_stream(new, depends_on=depends_on, exclusive=True)
+                assert [next(tree) for _ in range(4)] == [new] * 4
+            """),
+        changelog=Changelog(
+            PRIORITY_LOG,
+            "- Allow ``insert_stream`` to be called with ``exclusive=True`` but no explicit",
+        ),
+    ),
+    Fix(
+        id="priority_self_dependency",
+        project="priority",
+        old=PRIORITY_1_2_2,
+        new=PRIORITY_1_3_0,
+        src_root="src",
+        module="priority.priority",
+        file=PRIORITY_FILE,
+        function="PriorityTree.insert_stream",
+        honest=("PriorityTree.insert_stream",),
+        entry="PriorityTree.insert_stream",
+        self_key="sorted(self._streams)",
+        calls=(Call(("1",), (("depends_on", "1"),), receiver="PriorityTree()"),),
+        visible=_src("""
+            import pytest
+
+            from priority import PriorityLoop, PriorityTree
+
+
+            def test_priority_self_dependency():
+                with pytest.raises(PriorityLoop):
+                    PriorityTree().insert_stream(1, depends_on=1)
+            """),
+        held_out=_src("""
+            import pytest
+            from hypothesis import given
+            from hypothesis import strategies as st
+
+            from priority import PriorityLoop, PriorityTree
+
+
+            @given(st.integers(1, 2**31 - 1), st.integers(1, 256), st.booleans())
+            def test_priority_self_dependency_held_out(stream_id, weight, exclusive):
+                tree = PriorityTree()
+                with pytest.raises(PriorityLoop):
+                    tree.insert_stream(
+                        stream_id, depends_on=stream_id, weight=weight, exclusive=exclusive
+                    )
+                # The refused stream left nothing behind: it can still be inserted.
+                tree.insert_stream(stream_id, weight=weight)
+                assert [next(tree) for _ in range(2)] == [stream_id] * 2
+            """),
+        changelog=Changelog(
+            PRIORITY_LOG,
+            "- Throw ``PriorityLoop`` when inserting or reprioritising a stream that",
+        ),
+        notes=(
+            "listed under API Changes: 1.2.2 accepted a stream depending on itself (RFC 7540"
+            " 5.3.1 forbids it) and overwrote the stream it had just inserted as its own parent;"
+            " this entry is the insertion half (reprioritize changed too)"
+        ),
+    ),
+)
+
+
+HPACK: tuple[Fix, ...] = (
+    Fix(
+        id="hpack_varint_too_long",
+        project="hpack",
+        old=HPACK_4_1_0,
+        new=HPACK_4_2_0,
+        src_root="src",
+        module="hpack.hpack",
+        file=HPACK_FILE,
+        function="decode_integer",
+        honest=("VARINT_MAX_LENGTH", "decode_integer"),
+        entry="decode_integer",
+        calls=(Call((r'b"\x1f\x80\x80\x80\x80\x80\x01"', "5")),),
+        visible=_src(r"""
+            import pytest
+
+            from hpack import HPACKDecodingError
+            from hpack.hpack import decode_integer
+
+
+            def test_hpack_varint_too_long():
+                with pytest.raises(HPACKDecodingError):
+                    decode_integer(b"\x1f\x80\x80\x80\x80\x80\x01", 5)
+            """),
+        held_out=_src("""
+            import pytest
+            from hypothesis import given
+            from hypothesis import strategies as st
+
+            from hpack import HPACKDecodingError
+            from hpack.hpack import decode_integer
+
+
+            @given(
+                st.integers(1, 8),
+                st.lists(st.integers(0x80, 0xFF), max_size=9),
+                st.integers(0, 0x7F),
+            )
+            def test_hpack_varint_too_long_held_out(prefix_bits, continuation, last):
+                first = (1 << prefix_bits) - 1
+                data = bytes([first, *continuation, last])
+                if len(continuation) >= 5:
+                    with pytest.raises(HPACKDecodingError):
+                        decode_integer(data, prefix_bits)
+                else:
+                    # Up to four continuation octets (a uint32 and more) still decode.
+                    tail = [b & 0x7F for b in continuation] + [last]
+                    number = first + sum(b << (7 * i) for i, b in enumerate(tail))
+                    assert decode_integer(data, prefix_bits) == (number, len(data))
+            """),
+        changelog=Changelog(
+            HPACK_LOG,
+            "- Restricted variable integer decoding to uint32 to prevent run-away computation."
+            " With thanks to `Hiroki Nishino`_.",
+        ),
+    ),
+    Fix(
+        id="hpack_empty_value_indexed",
+        project="hpack",
+        old=HPACK_4_1_0,
+        new=HPACK_4_2_0,
+        src_root="src",
+        module="hpack.hpack",
+        file=HPACK_FILE,
+        function="Encoder.add",
+        honest=("Encoder.add",),
+        entry="Encoder.encode",
+        self_key="len(self.header_table.dynamic_entries)",
+        calls=(Call(('{":authority": ""}',), (("huffman", "False"),), receiver="Encoder()"),),
+        visible=_src("""
+            from hpack import Encoder
+
+
+            def test_hpack_empty_value_indexed():
+                assert Encoder().encode({":authority": ""}, huffman=False) == b"\\x81"
+            """),
+        held_out=_src("""
+            from hypothesis import given
+            from hypothesis import strategies as st
+
+            from hpack import Encoder
+            from hpack.table import HeaderTable
+
+            EMPTY = [
+                (index, name)
+                for index, (name, value) in enumerate(HeaderTable.STATIC_TABLE, start=1)
+                if value == b""
+            ]
+
+
+            @given(
+                st.lists(st.sampled_from(EMPTY), min_size=1, max_size=5, unique=True),
+                st.booleans(),
+            )
+            def test_hpack_empty_value_indexed_held_out(entries, huffman):
+                encoder = Encoder()
+                block = encoder.encode([(name, b"") for _, name in entries], huffman=huffman)
+                # Each one is its static table entry, indexed: nothing joins the dynamic table.
+                assert block == bytes(0x80 | index for index, _ in entries)
+                assert len(encoder.header_table.dynamic_entries) == 0
+            """),
+        changelog=Changelog(
+            HPACK_LOG, "- Fixed perfect match missed for headers with empty values."
+        ),
+        notes="Encoder.add also holds 4.2.0's other fix of it (sensitive values redacted in logs)",
+    ),
+)
+
+
+FIXES: tuple[Fix, ...] = (
+    *MORE_ITERTOOLS,
+    *BOLTONS,
+    *PARSE_FIXES,
+    *SEMVER,
+    *PATHSPEC,
+    *TOOLZ,
+    *PRIORITY,
+    *HPACK,
+)
 
 
 def by_id(fix_id: str) -> Fix:
