@@ -127,16 +127,22 @@ def build_task(
         encoding="utf-8",
     )
     start = time.monotonic()
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "patchwarden", "task", "from-fix", "--repo", str(repo)),
-            *("--fix", "fix", "--name", fix.id, "--json", "--config", str(config)),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=TASK_TIMEOUT_S,
-    )
+    try:
+        done = subprocess.run(
+            [
+                *(sys.executable, "-m", "patchwarden", "task", "from-fix", "--repo", str(repo)),
+                *("--fix", "fix", "--name", fix.id, "--json", "--config", str(config)),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=TASK_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        # An outcome with its reason, never a crash of the bench that loses the others'.
+        outcome.seconds = round(time.monotonic() - start, 1)
+        outcome.problem = f"task from-fix did not finish in {TASK_TIMEOUT_S} s"
+        return outcome, None, repo
     outcome.seconds = round(time.monotonic() - start, 1)
     outcome.exit_code = done.returncode
     if done.returncode == 2 or not done.stdout.strip():
