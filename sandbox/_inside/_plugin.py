@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         IsolationRefused,
         ProductFailure,
         _refuse,
+        next_property,
         ours,
     )
 
@@ -170,9 +171,11 @@ class Reporter:
             link = ISOLATION["link"]
             if link is not None and link.dead is not None and ISOLATION["prop"] is not None:
                 ISOLATION["orphaned"].setdefault(ISOLATION["prop"], link.dead[1])
-            if link is not None and link.used and link.dead is None:
+            # Every property, the first too: the product process starts each one from the
+            # state its import left (a process of its own, docs/design/isolated-oracle.md).
+            if link is not None and link.dead is None:
                 with contextlib.suppress(ProductFailure, IsolationRefused):
-                    link.request("reseed", [])
+                    next_property(link)
         self.started[item.nodeid] = time.monotonic()
         if MODE == "scorer":
             # Checked before every test too: a replacement made while one test ran and

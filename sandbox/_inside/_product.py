@@ -33,6 +33,7 @@ import operator
 import os
 import random
 import select
+import signal
 import sys
 import traceback
 import types
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from ._probes import arm_probes, probes_intact
     from ._wire import (
         CONTAINER_ABCS,
+        HANDLE_SPAN,
         MUTABLE,
         PRINTED_MAX_CHARS,
         REBUILT_TYPES,
@@ -114,13 +116,15 @@ for _machinery in ("_pytest._code.code", "_pytest.mark.structures", "_pytest.pyt
 
 OBJECTS: dict[int, Any] = {}  # handle -> the object (kept alive: a handle is never reused)
 HANDLES: dict[int, int] = {}  # id(object) -> handle: one object, one handle
+NEXT_HANDLE = [0]  # the last handle given out (each property's process starts its own span)
 
 
 def _handle(obj: Any) -> int:
     found = HANDLES.get(id(obj))
     if found is not None and OBJECTS[found] is obj:
         return found
-    number = len(OBJECTS) + 1
+    NEXT_HANDLE[0] += 1
+    number = NEXT_HANDLE[0]
     OBJECTS[number] = obj
     HANDLES[id(obj)] = number
     return number
@@ -883,7 +887,7 @@ def _serve(request: dict[str, Any], memo: Memo) -> dict[str, Any]:
         return {"ok": encode(module, _out), "module": _module_facts(module)}
     if op == "reseed":
         random.seed(PRODUCT_SEED)
-        return {"ok": None}
+        return {"ok": PROPERTY["count"]}  # which process serves the property: its handles
     if op == "getattr":
         value = getattr(args[0], str(args[1]))
         reply: dict[str, Any] = {"ok": encode(value, _out, memo=memo)}
@@ -1100,6 +1104,50 @@ def _answer_captured(request: dict[str, Any], memo: Memo) -> dict[str, Any]:
     return reply
 
 
+# -- one product state per property ----------------------------------------------------------
+
+NEXT_PROPERTY_STATUS = 0  # a property's process ends so: the next property gets a fresh one
+PROPERTY: dict[str, Any] = {"child": False, "pipe": -1, "count": 0, "token": b""}
+"""This process: the one that imported the product (it forks one child per property and
+only waits) or a property's child; ``pipe``: a child's end of its private pipe, on which it
+writes ``token`` (drawn for it by its parent) only when the oracle's next property starts: a
+child that product code ends (``os._exit(0)``, a write on a guessed descriptor) ends the
+whole process, never starts a fresh child answering the wrong request."""
+
+
+def _next_property() -> None:
+    """A property starts (the oracle's ``reseed``): a child ends, so its parent forks the
+    next one from the state after the import; the parent returns only in a new child.
+
+    Each property meets the product as the import left it: nothing a property did
+    (a counter, a cache, a burst of calls) reaches the next (docs/design/isolated-oracle.md,
+    "One product state per property"). A child that ends otherwise (product code's
+    ``os._exit``, a signal) ends its parent the same way, so the host sees how it ended."""
+    if PROPERTY["child"]:
+        os.write(PROPERTY["pipe"], PROPERTY["token"])
+        os._exit(NEXT_PROPERTY_STATUS)
+    while True:
+        marker_read, marker_write = os.pipe()
+        token = os.urandom(16)
+        PROPERTY["count"] += 1
+        pid = os.fork()
+        if pid == 0:
+            os.close(marker_read)
+            PROPERTY.update(child=True, pipe=marker_write, token=token)
+            NEXT_HANDLE[0] = PROPERTY["count"] * HANDLE_SPAN
+            return
+        os.close(marker_write)
+        _, status = os.waitpid(pid, 0)
+        ended = os.read(marker_read, 64)
+        os.close(marker_read)
+        if ended == token and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
+            continue  # the oracle's next property: fork again
+        if os.WIFSIGNALED(status):
+            signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+            os.kill(os.getpid(), os.WTERMSIG(status))
+        os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 70)
+
+
 def serve() -> None:
     while True:
         line = _line(None)
@@ -1110,6 +1158,8 @@ def serve() -> None:
         except WireError as exc:
             _write(dumps({"wire": str(exc)[:200]}))
             continue
+        if request.get("op") == "reseed":
+            _next_property()  # returns in the property's own process
         answer = _answer(request)
         if not probes_intact(PROBE_FD, PROBE_PIPE):
             os._exit(PROBES_LOST_STATUS)

@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._wire import (
+        HANDLE_SPAN,
         MAPPINGS,
         MUTABLE,
         REBUILT_TYPES,
@@ -87,12 +88,13 @@ is due: the run's idle limit then measures only the oracle's own silent work, an
 call ends at its own deadline as ``ProductHung``."""
 ISOLATION: dict[str, Any] = {
     "prop": None, "refused": {}, "failed": {}, "orphaned": {}, "link": None, "finder": None,
-    "test_started": None,
+    "test_started": None, "generation": 0,
 }  # fmt: skip
 """The running property, the first refusal and the first product failure of each, the
 properties that started after the product process had died (the host runs those again with
 a new one: sandbox/_pytest_runner.py), and when the running test started (its deadline,
-``--test-timeout``, counts from there)."""
+``--test-timeout``, counts from there), and which of the product's processes serves it
+(``generation``: its handles are numbered from ``generation * HANDLE_SPAN``)."""
 
 
 class IsolationRefused(BaseException):
@@ -258,6 +260,8 @@ class _Link:
                 ours = _GIVEN.get(_GIVEN_IDS.get(id(value), 0)) is value  # never kept
                 if op == "getattr" and type(live) is int and type(value) in MUTABLE and not ours:
                     value = _LIVE.keep(live, value)  # the same copy, kept in step
+                if op in _STEPS:
+                    _remember(op, args, value)
                 _write_back(reply.get("back"), memo)
                 _own_files(memo.paths[sent_paths:], "the product hands the property")
             except WireError as exc:
@@ -501,6 +505,9 @@ tells a module's own functions from imported ones by that identity)."""
 
 def _module_namespace(module: Handle, name: str) -> ProductNamespace:
     fresh = _namespace(module, name)
+    owner = object.__getattribute__(module, "_pw_id")
+    for key, value in dict.items(fresh):
+        _remember("getattr", [owner, key], value)
     kept = _MODULE_NAMESPACES.setdefault(name, fresh)
     if kept is not fresh:
         dict.clear(kept)
@@ -795,9 +802,17 @@ _HANDLE_KINDS = {
 
 
 def _send(obj: Any) -> Any:
-    """The tagged form of a non-plain object the oracle sends: what the product gave out,
-    the interpreter's own built-ins (by name), and otherwise a handle the oracle gives out;
-    a class, a module, code or a frame of the oracle's is refused."""
+    """The tagged form of a non-plain object the oracle sends: what the product gave out
+    (by the number the process serving this property knows it by), the interpreter's own
+    built-ins (by name), and otherwise a handle the oracle gives out; a class, a module,
+    code or a frame of the oracle's is refused."""
+    tagged = _tagged(obj)
+    if tagged[0] == "h":
+        return ["h", _current(tagged[1])]
+    return tagged
+
+
+def _tagged(obj: Any) -> Any:
     if type(obj) in HANDLE_TYPES:
         return ["h", object.__getattribute__(obj, "_pw_id")]
     if type(obj) in REBUILT_TYPES or type(obj) is ProductAlias:
@@ -854,6 +869,101 @@ def _send(obj: Any) -> Any:
         label = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or ""
         raise _refuse(f"cannot send {what} {str(label)[:80]} of the oracle to the product")
     return _give(obj)
+
+
+# -- one product state per property: what the oracle keeps across properties ---------------
+
+_RECIPES: dict[int, tuple[str, int, str]] = {}
+"""How the oracle came by a product object a property's process gave out: ``("import", 0,
+name)`` or ``("getattr", the owner's number, name)``. A later property's process never gave
+that number out; it gets the same object by the same steps (``_current``)."""
+_MOVED: dict[int, int] = {}
+"""An earlier property's handle -> the number this property's process gave the same object
+(cleared at each property)."""
+_STEPS = frozenset({"import", "getattr", "own"})
+
+
+def next_property(link: _Link) -> None:
+    """A property starts: the product process that serves it is forked from the state the
+    import left (sandbox/_inside/_product.py ``_next_property``); what the oracle held in
+    step with the last one's containers is let go."""
+    generation = link.request("reseed", [])
+    _MOVED.clear()
+    _LIVE.held.clear()
+    if type(generation) is int and generation >= 0:
+        ISOLATION["generation"] = generation
+
+
+def _live_number(number: int) -> bool:
+    """Whether the process serving this property knows ``number``: given out by it, or by
+    the process that imported the product (every property's process is forked from it)."""
+    return number // HANDLE_SPAN in (0, ISOLATION["generation"])
+
+
+def _number_of(value: Any) -> int | None:
+    """The product's number for a value that stands for a product object, else None."""
+    kind = type(value)
+    if kind in HANDLE_TYPES:
+        return object.__getattribute__(value, "_pw_id")  # type: ignore[no-any-return]
+    if kind is int:
+        return None
+    if kind is ProxyModule:
+        return _module_dict(value).get("__pw_handle__")  # type: ignore[no-any-return]
+    if kind in REBUILT_TYPES or kind is ProductAlias:
+        number = _REBUILT_HANDLES.get(id(value))
+        return number if number is not None and _REBUILT.get(number) is value else None
+    return None
+
+
+def _remember(op: str, args: list[Any], value: Any) -> None:
+    got = _number_of(value)
+    if got is None or got < HANDLE_SPAN or got in _RECIPES:
+        return
+    if op == "import" and args and type(args[0]) is str:
+        _RECIPES[got] = ("import", 0, args[0])
+        return
+    owner = args[0] if args and type(args[0]) is int else _number_of(args[0] if args else None)
+    if owner is not None and len(args) > 1 and type(args[1]) is str:
+        _RECIPES[got] = (op, owner, args[1])
+
+
+def _current(number: int) -> int:
+    """``number`` as the process serving this property knows the same object.
+
+    A handle an earlier property's process gave out (a module first imported then, a class
+    read then and kept by a module-level name or a fixture) is asked for again by the steps
+    that gave it (``_RECIPES``); a product object made during an earlier property (a
+    module-scoped fixture's value) has no such steps and does not exist in this property's
+    process: refused, so the property runs in-process, named."""
+    if _live_number(number):
+        return number
+    moved = _MOVED.get(number)
+    if moved is not None:
+        return moved
+    recipe = _RECIPES.get(number)
+    kept = _HANDLES.get(number)
+    if recipe is None:
+        what = object.__getattribute__(kept, "_pw_type") if kept is not None else "object"
+        raise _refuse(
+            f"the property uses a product {what} made during an earlier test (each test "
+            "meets the product as its import left it)"
+        )
+    how, owner, name = recipe
+    count = len(_HANDLES)
+    if how == "import":
+        found = _link().request("import", [name])
+    else:
+        holder = _HANDLES.get(owner) or _handle(owner, "object", False)
+        found = _link().request(how, [holder, name])
+    fresh = _number_of(found)
+    if fresh is None:
+        raise _refuse(f"the product's {name} is no longer what an earlier test read")
+    _MOVED[number] = fresh
+    if kept is not None and len(_HANDLES) > count and _HANDLES.get(fresh) is found:
+        _HANDLES[fresh] = kept  # made just now: the object the test holds stays the one
+    if number in _REBUILT and fresh not in _REBUILT:
+        _REBUILT[fresh] = _REBUILT[number]
+    return fresh
 
 
 # -- the oracle's objects, given out: callbacks ----------------------------------------------
@@ -1844,9 +1954,15 @@ def _proxy_module(number: int, name: str) -> ProxyModule | None:
             module = importlib.import_module(name)
         except ImportError:
             return None
-    if type(module) is ProxyModule and _module_dict(module).get("__pw_handle__") == number:
-        return module
-    return None
+    if type(module) is not ProxyModule:
+        return None
+    kept = _module_dict(module).get("__pw_handle__")
+    if type(kept) is int and kept != number and not _live_number(kept):
+        # Imported during an earlier property, whose process is gone: this property's
+        # process gave the module out again (imported anew there).
+        _MOVED[kept] = number
+        _module_dict(module)["__pw_handle__"] = kept = number
+    return module if kept == number else None
 
 
 def _oracle_own(name: str) -> bool:

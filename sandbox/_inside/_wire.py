@@ -212,6 +212,10 @@ def replace_contents(target: Any, contents: Any) -> None:
 
 
 LIVE_MAX = 512
+HANDLE_SPAN = 1 << 32
+"""Handle numbers of one property's product process (the n-th: ``n * HANDLE_SPAN`` up); below
+it, the process that imported the product (docs/design/isolated-oracle.md, "One product
+state per property")."""
 """Containers read as attributes of the other side's objects that each side keeps in step
 (the most recent ones; an older one is a plain copy again)."""
 
