@@ -71,15 +71,19 @@ def round_trip_us(tree: Path, calls: int) -> float:
     req_r, req_w = os.pipe()
     rep_r, rep_w = os.pipe()
     status_r, status_w = os.pipe()
+    probe_r, probe_w = os.pipe()  # the probes the product process records (read by no one)
     layout = json.dumps({"roots": ["."], "packages": ["orders"]})
     argv = [sys.executable, "-s", "-P", "-", "--req-fd", str(req_r), "--rep-fd", str(rep_w),
-            "--seed", "3", "--layout", layout]  # fmt: skip
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, cwd=tree, pass_fds=(req_r, rep_w))
+            "--probe-fd", str(probe_w), "--seed", "3", "--layout", layout]  # fmt: skip
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.PIPE, cwd=tree, pass_fds=(req_r, rep_w, probe_w)
+    )
     assert proc.stdin is not None
     proc.stdin.write(program(PRODUCT).encode())
     proc.stdin.close()
     os.close(req_r)
     os.close(rep_w)
+    os.close(probe_w)
     oracle: dict[str, Any] = {"__name__": "bench_oracle"}
     exec(compile(program(("_wire", "_proxy")), "<oracle parts>", "exec"), oracle)
     oracle["ISOLATION"]["link"] = oracle["_Link"](req_w, rep_r, status_r, 30.0)
@@ -98,6 +102,7 @@ def round_trip_us(tree: Path, calls: int) -> float:
         proc.kill()
         proc.wait()
         os.close(status_w)
+        os.close(probe_r)
 
 
 def main() -> None:
