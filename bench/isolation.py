@@ -75,9 +75,7 @@ def round_trip_us(tree: Path, calls: int) -> float:
     layout = json.dumps({"roots": ["."], "packages": ["orders"]})
     argv = [sys.executable, "-s", "-P", "-", "--req-fd", str(req_r), "--rep-fd", str(rep_w),
             "--probe-fd", str(probe_w), "--seed", "3", "--layout", layout]  # fmt: skip
-    proc = subprocess.Popen(
-        argv, stdin=subprocess.PIPE, cwd=tree, pass_fds=(req_r, rep_w, probe_w)
-    )
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, cwd=tree, pass_fds=(req_r, rep_w, probe_w))
     assert proc.stdin is not None
     proc.stdin.write(program(PRODUCT).encode())
     proc.stdin.close()
