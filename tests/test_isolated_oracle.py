@@ -991,6 +991,10 @@ FAITHFUL = textwrap.dedent(
         return value
 
 
+    def annotated(x: int, label: "str" = "n") -> Point:
+        return x + 1
+
+
     def both(a, b):
         return a is b
 
@@ -2153,6 +2157,38 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert f"{here.__name__}.same" not in names
 
 
+    def test_function_annotations():  # cachetools' DECORATOR = staticmethod(fifo_cache)
+        import functools
+        import typing
+
+        from lib import Point, annotated
+
+        class Holder:
+            DECORATOR = staticmethod(annotated)  # reads the function's __annotations__
+
+        assert Holder.DECORATOR(2) == 3
+        # the product's own (text: its module has ``from __future__ import annotations``),
+        # evaluated in its module's namespace
+        assert annotated.__annotations__ == {"x": "int", "label": "'str'", "return": "Point"}
+        assert typing.get_type_hints(annotated) == {"x": int, "label": str, "return": Point}
+
+        @functools.wraps(annotated)
+        def wrapper(*args):
+            return annotated(*args)
+
+        assert wrapper.__name__ == "annotated" and wrapper(4) == 5
+        assert wrapper.__annotations__ == annotated.__annotations__
+
+
+    def test_module_namespace_copied():  # glom's snippets run in copy.copy(glom.__dict__)
+        import copy
+
+        names = copy.copy(lib.__dict__)
+        names.update(extra=1)  # the test's own dict: no write reaches the product
+        assert type(names) is dict and names["same"] is lib.same and "extra" not in vars(lib)
+        assert eval("same(2) + extra", names) == 3
+
+
     def test_type_of_a_product_function():  # tabulate's API test: a handle is no function
         assert type(lib.same) is type(lambda: None)
 
@@ -2278,6 +2314,8 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "product_coroutine",
         "doctest_runner",
         "function_globals",
+        "function_annotations",
+        "module_namespace_copied",
         "collections",
         "zones",
         "typing_values",
@@ -2318,6 +2356,8 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "standard_classes": ("pass", "", "isolated"),
         "doctest_runner": ("pass", "", "isolated"),
         "function_globals": ("pass", "", "isolated"),
+        "function_annotations": ("pass", "", "isolated"),
+        "module_namespace_copied": ("pass", "", "isolated"),
         "collections": ("pass", "", "isolated"),
         "zones": ("pass", "", "isolated"),
         "typing_values": ("pass", "", "isolated"),

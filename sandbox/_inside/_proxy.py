@@ -29,6 +29,7 @@ from __future__ import annotations
 import builtins
 import collections.abc
 import contextlib
+import copy
 import dataclasses
 import datetime
 import importlib
@@ -496,6 +497,14 @@ class ProductNamespace(dict):  # type: ignore[type-arg]
     __setitem__ = __delitem__ = __ior__ = _patch
     update = pop = popitem = clear = setdefault = _patch
 
+    def __copy__(self) -> dict[str, Any]:
+        # A copy is the test's own dict, as copy.copy(vars(m)) is in one process (glom's
+        # snippet tests run in copy.copy(glom.__dict__) with names of their own added).
+        return dict(self)
+
+    def __deepcopy__(self, memo: Any) -> dict[str, Any]:
+        return copy.deepcopy(dict(self), memo)
+
 
 _MODULE_NAMESPACES: dict[str, ProductNamespace] = {}
 """One namespace object per product module, refilled at each read: ``vars(m) is m.__dict__``
@@ -570,6 +579,11 @@ class Handle:
                 space = _globals_of(self)
                 if space is not None:
                     return space
+            if kind in _SEEN_AS and name == "__annotations__":
+                # Plain data (names to classes or strings), read as any attribute is: what
+                # staticmethod(), functools.wraps and typing.get_type_hints (with
+                # __globals__) read of a product function.
+                return _link().request("getattr", [self, name])
             if kind in _SEEN_AS and name in _FUNCTION_INTERNALS:
                 raise _refuse(f"the property introspects product {kind} {_label(self)} ({name})")
             if kind == "class" and name == "__annotations__":
