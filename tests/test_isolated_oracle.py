@@ -2245,6 +2245,16 @@ class TestWithOptions(unittest.TestCase):  # dpath's TestSegments
     def test_two(self):
         assert lib.empty_allowed() is True
 """
+SUBCLASSING_TESTS = """import lib
+
+
+class Mine(lib.Version):  # a class statement on a product class at the top: refused
+    pass
+
+
+def test_mine():
+    assert Mine(1).n == 1
+"""
 FIELDS_TESTS = """import dataclasses
 import lib
 
@@ -2273,6 +2283,7 @@ def faithful_tree(root: Path) -> Path:
     (root / "tests" / "test_faithful.py").write_text(FAITHFUL_TESTS)
     (root / "tests" / "test_fields.py").write_text(FIELDS_TESTS)
     (root / "tests" / "test_class_fixture.py").write_text(CLASS_FIXTURE_TESTS)
+    (root / "tests" / "test_subclassing.py").write_text(SUBCLASSING_TESTS)
     (root / "tests" / "test_broken.py").write_text(BROKEN_TESTS)
     return root
 
@@ -2451,6 +2462,29 @@ def test_an_isolated_failure_is_run_again_in_process_and_its_status_kept(tmp_pat
         "prop.really_fails": ("fail", "isolated", "fail"),
         "prop.identity": ("pass", "isolated", ""),
     }
+
+
+def test_a_refusal_at_one_test_modules_top_sends_only_that_module_in_process(
+    tmp_path: Path,
+) -> None:
+    # cachetools: one test module subclasses a product class at its top; its tests run
+    # in-process, every other module's still isolated (all 476 fell back before).
+    targets = [
+        PropertyTarget("prop.mine", "tests/test_subclassing.py::test_mine"),
+        PropertyTarget("prop.paths", "tests/test_faithful.py::test_paths"),
+    ]
+    result = run_properties(
+        faithful_tree(tmp_path), targets, 11, SandboxConfig(), contract_paths=["tests"],
+        limits=LIMITS,
+    )  # fmt: skip
+    assert result.complete and not result.forged and not result.missing, result.problems
+    got = {r.prop: (r.status, r.witness, r.isolation) for r in result.records}
+    assert got["prop.paths"] == ("pass", "", "isolated")
+    assert got["prop.mine"][:2] == ("pass", "")
+    assert got["prop.mine"][2].startswith(
+        "in-process: the test module tests/test_subclassing.py does not import isolated: "
+        "IsolationRefused: the property subclasses a product class"
+    )
 
 
 def test_a_refusal_in_a_shared_fixture_sends_every_test_using_it_in_process(

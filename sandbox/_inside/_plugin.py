@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         _traceback_id,
     )
     from ._proxy import (
+        COLLECTING,
         FROM_PRODUCT,
         ISOLATION,
         PROXY_TYPES,
@@ -336,6 +337,13 @@ class Reporter:
         for node_id, prop in self.by_node.items():
             if node_id == nodeid or node_id.startswith(nodeid + "::"):
                 ISOLATION["refused"].setdefault(prop, why)
+        if isinstance(cause, IsolationRefused) and ISOLATION["refused"].get(COLLECTING) == str(
+            cause
+        ):
+            # The refusal was this module's: its properties run in-process (above), every
+            # other module's still run isolated (cachetools' `class X(Cache)` at one test
+            # module's top sent all 476 tests in-process).
+            del ISOLATION["refused"][COLLECTING]
 
     def pytest_collectreport(self, report):
         if MODE != "agent" or not report.failed:
@@ -529,7 +537,7 @@ def _isolation_of(prop):
     if ISOLATION["link"] is None:
         return "in-process"
     refused = ISOLATION["refused"]
-    why = refused.get(prop) or refused.get("<collection>")
+    why = refused.get(prop) or refused.get(COLLECTING)
     if why:
         return f"refused: {why}"
     orphaned = ISOLATION["orphaned"].get(prop)

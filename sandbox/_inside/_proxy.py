@@ -145,14 +145,19 @@ where it needs the real object (``await <handle>``: "object Handle can't be used
 expression"; ``async for``: "requires an object with __aiter__ method, got Handle")."""
 
 
+COLLECTING = "<collection>"
+"""Where a refusal made outside any test is recorded: every property runs in-process, unless
+the refusal turns out to be one test module's (sandbox/_inside/_plugin.py)."""
+
+
 def _refuse(why: str) -> IsolationRefused:
-    prop = ISOLATION["prop"] or "<collection>"
+    prop = ISOLATION["prop"] or COLLECTING
     ISOLATION["refused"].setdefault(prop, why)
     return IsolationRefused(why)
 
 
 def _fail(kind: type[ProductFailure], why: str) -> ProductFailure:
-    prop = ISOLATION["prop"] or "<collection>"
+    prop = ISOLATION["prop"] or COLLECTING
     ISOLATION["failed"].setdefault(prop, (kind.__name__, why))
     return kind(why)
 
