@@ -243,3 +243,157 @@ def test_what_the_oracle_keeps_across_properties_is_found_again_or_refused(
             "(each test meets the product as its import left it)",
         ),
     ]
+
+
+WRITER = textwrap.dedent(
+    """
+    import os
+    import pathlib
+
+    HERE = pathlib.Path(__file__).parent
+
+
+    def write_everywhere():
+        (HERE / "kept.txt").write_text("changed by a property")
+        (HERE / "new.txt").write_text("new")
+        (HERE / "gone.txt").unlink()
+        os.mkdir(HERE / "made")
+        (HERE / "made" / "inside.txt").write_text("x")
+        with open("/tmp/.scratch-count", "ab") as f:
+            f.write(b"x")
+        with open(os.path.expanduser("~/.home-count"), "ab") as f:
+            f.write(b"x")
+
+
+    def what_is_there():
+        def read(path):
+            try:
+                with open(path, "rb") as f:
+                    return f.read()
+            except OSError:
+                return None
+
+        return (
+            read(HERE / "kept.txt"),
+            read(HERE / "new.txt"),
+            read(HERE / "gone.txt"),
+            read(HERE / "made" / "inside.txt"),
+            read("/tmp/.scratch-count"),
+            read(os.path.expanduser("~/.home-count")),
+        )
+    """
+)
+WRITER_PROPS = textwrap.dedent(
+    """
+    import shop
+
+    AS_IMPORTED = (b"as imported", None, b"to be removed", None, None, None)
+
+    def test_first():
+        assert shop.what_is_there() == AS_IMPORTED
+        shop.write_everywhere()
+        assert shop.what_is_there() != AS_IMPORTED
+
+    def test_second():
+        assert shop.what_is_there() == AS_IMPORTED
+        shop.write_everywhere()
+
+    def test_third():
+        assert shop.what_is_there() == AS_IMPORTED
+    """
+)
+
+
+@pytest.mark.bwrap
+def test_what_a_property_writes_is_put_back_before_the_next(tmp_path: Path) -> None:
+    """Files are state a fork does not reset: everything a property's process writes in its
+    tree, /tmp or $HOME is put back as the import left it before the next property's process
+    is forked, and a write in the tree is a probe (its time cannot be set back)."""
+    tmp_path.chmod(0o755)
+    (tmp_path / "shop").mkdir(mode=0o755)
+    (tmp_path / "shop" / "__init__.py").write_text(WRITER)
+    (tmp_path / "shop" / "kept.txt").write_text("as imported")
+    (tmp_path / "shop" / "gone.txt").write_text("to be removed")
+    (tmp_path / "tests").mkdir(mode=0o755)
+    (tmp_path / "tests" / "test_props.py").write_text(WRITER_PROPS)
+    targets = [
+        PropertyTarget(f"p.{n}", f"tests/test_props.py::test_{n}")
+        for n in ("first", "second", "third")
+    ]
+    limits = Limits(wall_time_s=60, idle_time_s=15, memory_mb=1024, output_bytes=200_000)
+    run = run_properties(tmp_path, targets, 3, SandboxConfig(), limits=limits)
+    assert [(r.prop, r.status, r.isolation) for r in run.records] == [
+        ("p.first", "pass", "isolated"),
+        ("p.second", "pass", "isolated"),
+        ("p.third", "pass", "isolated"),
+    ]
+
+    def at(fragment: str, function: str = "write_everywhere") -> str:
+        number = next(n for n, text in enumerate(WRITER.splitlines(), 1) if fragment in text)
+        return f"from shop/__init__.py:{number} ({function})"
+
+    home = "/home/sandbox/.home-count"  # $HOME is no scratch directory: a look there counts
+    appended = at('.home-count"), "ab')
+    assert sorted(set(run.probes)) == sorted(
+        [
+            f"open {home} {appended}",
+            f"open {home} {at('open(path', 'read')}",
+            f"os.environ HOME {appended}",
+            f"os.environ HOME {at('read(os.path', 'what_is_there')}",
+            f"write <tree>/shop/kept.txt {at('kept.txt')}",
+            f"write <tree>/shop/new.txt {at('new.txt')}",
+            f"write <tree>/shop/gone.txt {at('unlink')}",
+            f"write <tree>/shop/made {at('os.mkdir')}",
+            f"write <tree>/shop/made/inside.txt {at('inside.txt')}",
+        ]
+    )
+    assert (tmp_path / "shop" / "kept.txt").read_text() == "as imported"  # the run's copy only
+
+
+CROSSING = textwrap.dedent(
+    """
+    import mmap
+    import os
+    import threading
+
+    READ, WRITE = os.pipe()
+    SHARED = mmap.mmap(-1, 8)
+    threading.Thread(target=threading.Event().wait, daemon=True).start()
+
+
+    def bump():
+        SHARED[0] += 1
+        return SHARED[0]
+    """
+)
+
+
+@pytest.mark.bwrap
+def test_what_the_import_leaves_open_to_every_property_is_a_probe(tmp_path: Path) -> None:
+    """A descriptor, shared memory or a thread the import left reaches every property's
+    process (or runs beside them): no fork resets them, so each is measured where the
+    properties' processes are forked, as a probe; a signal sent to the process the
+    properties are forked from is never handled there."""
+    tmp_path.chmod(0o755)
+    (tmp_path / "shop").mkdir(mode=0o755)
+    (tmp_path / "shop" / "__init__.py").write_text(CROSSING)
+    (tmp_path / "tests").mkdir(mode=0o755)
+    (tmp_path / "tests" / "test_props.py").write_text(
+        "import shop\n\n"
+        "def test_first():\n    assert shop.bump() == 1\n\n"
+        "def test_second():\n    assert shop.bump() == 2  # shared: the measurement's case\n"
+    )
+    targets = [
+        PropertyTarget(f"p.{n}", f"tests/test_props.py::test_{n}") for n in ("first", "second")
+    ]
+    limits = Limits(wall_time_s=60, idle_time_s=15, memory_mb=1024, output_bytes=200_000)
+    run = run_properties(tmp_path, targets, 3, SandboxConfig(), limits=limits)
+    assert [(r.prop, r.status) for r in run.records] == [
+        ("p.first", "pass"),
+        ("p.second", "pass"),
+    ]
+    assert sorted(set(run.probes)) == [
+        "descriptor pipe from <the import>",
+        "shared-memory anonymous memory from <the import>",
+        "thread 1 running besides the main one from <the import>",
+    ]

@@ -50,6 +50,16 @@ PROBE_EVENTS = {
 }  # fmt: skip
 """Audit events that are a probe whatever their arguments (the value: the probe's kind)."""
 PATH_EVENTS = frozenset({"open", "os.listdir", "os.scandir", "os.chdir", "glob.glob"})
+WRITE_EVENTS = frozenset({
+    "os.mkdir", "os.rename", "os.remove", "os.rmdir", "os.link", "os.symlink", "os.truncate",
+    "os.utime", "os.chmod", "os.chown", "os.setxattr", "os.removexattr",
+})  # fmt: skip
+"""Audit events that change the file system at their path arguments, as an ``open`` for
+writing does: one inside the tree is a probe (``write``), since the tree is the one place a
+property could leave state for another that the process does not put back by itself (it
+does: docs/design/isolated-oracle.md, "One product state per property"; the write is still
+seen, and its times cannot be set back)."""
+WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
 FRAME_HELPERS = ("/inspect.py", "/traceback.py")
 """Standard-library modules that hand frames to their caller: the caller read the frame."""
@@ -169,9 +179,64 @@ def arm_probes(fd: int, tree: str, library: tuple[str, ...]) -> None:
         finally:
             busy.discard(thread)
 
-    watched_events = PATH_EVENTS | {*PROBE_EVENTS, "sys._getframe", "object.__getattr__", "import"}
+    watched_events = PATH_EVENTS | WRITE_EVENTS | {
+        *PROBE_EVENTS, "sys._getframe", "object.__getattr__", "import"
+    }  # fmt: skip
+
+    readlink = os.readlink
+    dir_fd_at = {"os.mkdir": 2, "os.remove": 1, "os.rmdir": 1, "os.utime": 3, "os.chmod": 2,
+                 "os.chown": 3, "os.symlink": 2}  # fmt: skip
+
+    def tree_target(path, dir_fd):
+        """``<tree>/RELATIVE`` for a path in the tree (its ``.git`` aside), else None; a
+        relative path is relative to ``dir_fd`` when there is one, else to the cwd."""
+        if isinstance_(path, bytes_):
+            path = path.decode("utf-8", "surrogateescape")
+        elif isinstance_(path, pathlib.PurePath):
+            path = str_(path)
+        if type_(path) is not str_ or not path:
+            return None
+        if path.startswith("/"):
+            base = ""
+        elif type_(dir_fd) is int and dir_fd >= 0:
+            try:
+                base = readlink(f"/proc/self/fd/{dir_fd}") + "/"
+            except OSError:
+                return None
+        else:
+            base = getcwd() + "/"
+        absolute = normpath(base + path)
+        if not absolute.startswith(tree_prefix) or absolute.startswith(git_prefix):
+            return None
+        return "<tree>/" + absolute[len(tree_prefix) :]
+
+    def writes(event, args):
+        """(path, dir_fd) for each path the event changes."""
+        if event == "open":
+            flags = args[2] if len(args) > 2 and type_(args[2]) is int else 0
+            return ((args[0], None),) if flags & WRITE_FLAGS else ()
+        if event in ("os.rename", "os.link"):
+            src_fd, dst_fd = (args[2], args[3]) if len(args) > 3 else (None, None)
+            return (
+                ((args[0], src_fd), (args[1], dst_fd))
+                if event == "os.rename"
+                else ((args[1], dst_fd),)
+            )
+        if event == "os.symlink":
+            return ((args[1], args[2] if len(args) > 2 else None),)  # the new name
+        at = dir_fd_at.get(event)
+        return ((args[0], args[at] if at is not None and len(args) > at else None),)
 
     def judge(event, args):
+        if event in WRITE_EVENTS or event == "open":
+            for path, dir_fd in writes(event, args):
+                target = tree_target(path, dir_fd)
+                if target is not None:
+                    frame = nearest(getframe(2), True)
+                    if frame is not None:
+                        record("write", target, frame)
+            if event in WRITE_EVENTS:
+                return
         if event in PATH_EVENTS:
             target = path_target(args[0]) if args else None
             if target is None or (target.startswith(SCRATCH) and event != "glob.glob"):

@@ -25,6 +25,7 @@ import collections.abc
 import contextlib
 import dataclasses
 import datetime
+import gc
 import importlib
 import io
 import json
@@ -34,6 +35,7 @@ import os
 import random
 import select
 import signal
+import stat
 import sys
 import traceback
 import types
@@ -1115,17 +1117,217 @@ child that product code ends (``os._exit(0)``, a write on a guessed descriptor) 
 whole process, never starts a fresh child answering the wrong request."""
 
 
+# What the import leaves that could carry a property's state to the next one (beyond the
+# process's memory, which each child gets a copy of): files, descriptors, shared memory,
+# threads, signals. docs/design/isolated-oracle.md, "One product state per property".
+WRITABLE_ROOTS = (PRODUCT_TREE, "/tmp", os.environ.get("HOME", "/tmp"), "/dev/shm")
+"""Where product code can write: each is put back between properties as the import left
+it. Read before product code runs (it could change ``HOME``)."""
+FILES_KEPT_BYTES = 64 * 1024 * 1024
+"""Bytes of file contents the parent keeps to put changed files back; a file past it that a
+property changes ends the process (``UNRESTORABLE_STATUS``): never a next property that
+meets an earlier one's write."""
+UNRESTORABLE_STATUS = 72
+AFTER_IMPORT: dict[str, Any] = {"mask": set(), "gc": True, "profile": None, "files": {}}
+"""The parent's record of the state the import left: the signal mask, the collector's state
+and the profile function the children get back, and each file under ``WRITABLE_ROOTS`` as
+it was."""
+SERVER_DESCRIPTORS: dict[int, tuple[int, int]] = {}
+SERVER_MAPPINGS: set[str] = set()
+"""What the server itself holds before product code runs (filled by ``_server_holdings``)."""
+
+
+def _descriptors() -> dict[int, tuple[int, int]]:
+    found = {}
+    for name in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            st = os.fstat(int(name))
+            found[int(name)] = (st.st_dev, st.st_ino)
+    return found
+
+
+def _shared_mappings() -> set[str]:
+    with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+        lines = maps.read().splitlines()
+    shared = set()
+    for line in lines:
+        fields = line.split(None, 5)
+        if len(fields) >= 2 and fields[1][3:4] == "s":
+            shared.add(fields[5].strip() if len(fields) > 5 else "")
+    return shared
+
+
+def _server_holdings() -> None:
+    SERVER_DESCRIPTORS.update(_descriptors())
+    SERVER_MAPPINGS.update(_shared_mappings())
+
+
+def _where_it_points(target: str) -> str:
+    """A descriptor's or a mapping's target as a probe's: its kind, or its path with the
+    tree and the scratch directories named (a random file name is not the probe)."""
+    if not target or target.startswith(("/dev/zero", "[anon", "anon_inode:[memfd")):
+        return "anonymous memory"
+    if target.startswith("/memfd:"):
+        return "anonymous memory"
+    kind, bracket, _ = target.partition(":[")
+    if bracket:
+        return kind
+    path = target.removesuffix(" (deleted)")
+    if path == PRODUCT_TREE or path.startswith(PRODUCT_TREE + "/"):
+        return "<tree>" + path[len(PRODUCT_TREE) :]
+    if path.startswith(("/tmp/", "/dev/shm/", WRITABLE_ROOTS[2] + "/")):
+        return "<scratch>"
+    return path
+
+
+def _probe(kind: str, target: str) -> None:
+    with contextlib.suppress(OSError):
+        os.write(PROBE_FD, f"{kind} {target} from <the import>\n".encode("utf-8", "replace"))
+
+
+def _after_the_import() -> None:
+    """Once, in the parent, before the first property's child: what the import left that a
+    fork does not copy is measured (descriptors, shared memory, threads: a probe each, as
+    the parent's import would also show it), and the rest is set so no product code runs
+    here again (signals blocked and the collector off, so no finalizer or handler runs
+    between two children); the files are recorded as they are."""
+    for fd, identity in sorted(_descriptors().items()):
+        if SERVER_DESCRIPTORS.get(fd) != identity:
+            with contextlib.suppress(OSError):
+                _probe("descriptor", _where_it_points(os.readlink(f"/proc/self/fd/{fd}")))
+    for target in sorted(_shared_mappings() - SERVER_MAPPINGS):
+        _probe("shared-memory", _where_it_points(target))
+    with contextlib.suppress(OSError):
+        threads = len(os.listdir("/proc/self/task"))
+        if threads > 1:
+            _probe("thread", f"{threads - 1} running besides the main one")
+    AFTER_IMPORT["mask"] = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+    AFTER_IMPORT["gc"] = gc.isenabled()
+    gc.disable()
+    # The probes' profile function is this thread's: off here, where no product code runs
+    # any more (it would only slow the walk over the files), back in each child.
+    AFTER_IMPORT["profile"] = sys.getprofile()
+    sys.setprofile(None)
+    AFTER_IMPORT["files"] = _files_kept(_files())
+
+
+def _writable_roots() -> list[str]:
+    roots: list[str] = []
+    for root in sorted({os.path.realpath(r) for r in WRITABLE_ROOTS}):
+        if os.path.isdir(root) and not any(root.startswith(r + "/") for r in roots):
+            roots.append(root)
+    return roots
+
+
+def _files() -> dict[str, tuple[int, int, int, int, int]]:
+    """Every entry under the writable roots (links not followed): its mode, inode, size and
+    times, which change with any write (``st_ctime`` cannot be set back by product code)."""
+    found: dict[str, tuple[int, int, int, int, int]] = {}
+    stack = _writable_roots()
+    while stack:
+        directory = stack.pop()
+        with contextlib.suppress(OSError), os.scandir(directory) as entries:
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    st = entry.stat(follow_symlinks=False)
+                    if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
+                        times = (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+                    else:  # a device's times move with anyone's use of it (the tree's .git)
+                        times = (0, 0, 0)
+                    found[entry.path] = (st.st_mode, st.st_ino, *times)
+                    if stat.S_ISDIR(st.st_mode):
+                        stack.append(entry.path)
+    return found
+
+
+def _files_kept(entries: dict[str, tuple[int, int, int, int, int]]) -> dict[str, Any]:
+    """Each entry with what puts it back: a file's bytes (while ``FILES_KEPT_BYTES`` lasts),
+    a link's target."""
+    kept: dict[str, Any] = {}
+    budget = FILES_KEPT_BYTES
+    for path, key in sorted(entries.items()):
+        held: bytes | str | None = None
+        with contextlib.suppress(OSError):
+            if stat.S_ISLNK(key[0]):
+                held = os.readlink(path)
+            elif stat.S_ISREG(key[0]) and key[2] <= budget:
+                with open(path, "rb") as f:
+                    held = f.read()
+                budget -= len(held)
+        kept[path] = [key, held]
+    return kept
+
+
+def _put_back_files() -> None:
+    """Between two properties: every entry under the writable roots back as the import left
+    it (new ones removed, changed or removed ones written back, in place where they still
+    are). One that cannot be put back ends the process with ``UNRESTORABLE_STATUS``."""
+    kept = AFTER_IMPORT["files"]
+    now = _files()
+    if all(kept.get(path, [None])[0] == key for path, key in now.items()) and len(now) == len(kept):
+        return
+    try:
+        for path in sorted(now, reverse=True):  # deepest first
+            if path not in kept or stat.S_IFMT(kept[path][0][0]) != stat.S_IFMT(now[path][0]):
+                if stat.S_ISDIR(now[path][0]):
+                    os.rmdir(path)  # its entries were removed before it
+                else:
+                    os.unlink(path)
+                now.pop(path)
+        for path in sorted(kept):  # shallowest first
+            key, held = kept[path]
+            if now.get(path) == key:
+                continue
+            mode = key[0]
+            if stat.S_ISDIR(mode):
+                if path not in now:
+                    os.mkdir(path)
+                os.chmod(path, stat.S_IMODE(mode))
+            elif stat.S_ISLNK(mode) and isinstance(held, str):
+                if path in now:
+                    os.unlink(path)
+                os.symlink(held, path)
+            elif stat.S_ISREG(mode) and isinstance(held, bytes):
+                flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+                fd = os.open(path, flags, stat.S_IMODE(mode))
+                try:
+                    view = memoryview(held)
+                    while view:
+                        view = view[os.write(fd, view) :]
+                finally:
+                    os.close(fd)
+                os.chmod(path, stat.S_IMODE(mode))
+                os.utime(path, ns=(key[3], key[3]), follow_symlinks=False)
+            else:
+                raise OSError(f"no copy kept of {path}")
+        after = _files()
+        for path in sorted(kept, reverse=True):  # the directories' times, deepest first
+            key = kept[path][0]
+            if stat.S_ISDIR(key[0]) and after.get(path, key)[3] != key[3]:
+                os.utime(path, ns=(key[3], key[3]), follow_symlinks=False)
+    except OSError as exc:
+        os.write(2, f"patchwarden: cannot put back the product's files between properties: "
+                    f"{exc}\n".encode("utf-8", "replace"))  # fmt: skip
+        os._exit(UNRESTORABLE_STATUS)
+    for path, key in _files().items():
+        if path in kept:
+            kept[path][0] = key
+
+
 def _next_property() -> None:
     """A property starts (the oracle's ``reseed``): a child ends, so its parent forks the
     next one from the state after the import; the parent returns only in a new child.
 
     Each property meets the product as the import left it: nothing a property did
-    (a counter, a cache, a burst of calls) reaches the next (docs/design/isolated-oracle.md,
-    "One product state per property"). A child that ends otherwise (product code's
-    ``os._exit``, a signal) ends its parent the same way, so the host sees how it ended."""
+    (a counter, a cache, a burst of calls, a file it wrote) reaches the next
+    (docs/design/isolated-oracle.md, "One product state per property"). A child that ends
+    otherwise (product code's ``os._exit``, a signal) ends its parent the same way, so the
+    host sees how it ended."""
     if PROPERTY["child"]:
         os.write(PROPERTY["pipe"], PROPERTY["token"])
         os._exit(NEXT_PROPERTY_STATUS)
+    if PROPERTY["count"] == 0:
+        _after_the_import()
     while True:
         marker_read, marker_write = os.pipe()
         token = os.urandom(16)
@@ -1135,15 +1337,21 @@ def _next_property() -> None:
             os.close(marker_read)
             PROPERTY.update(child=True, pipe=marker_write, token=token)
             NEXT_HANDLE[0] = PROPERTY["count"] * HANDLE_SPAN
+            sys.setprofile(AFTER_IMPORT["profile"])
+            signal.pthread_sigmask(signal.SIG_SETMASK, AFTER_IMPORT["mask"])
+            if AFTER_IMPORT["gc"]:
+                gc.enable()
             return
         os.close(marker_write)
         _, status = os.waitpid(pid, 0)
         ended = os.read(marker_read, 64)
         os.close(marker_read)
         if ended == token and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
+            _put_back_files()
             continue  # the oracle's next property: fork again
         if os.WIFSIGNALED(status):
             signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {os.WTERMSIG(status)})
             os.kill(os.getpid(), os.WTERMSIG(status))
         os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 70)
 
@@ -1180,6 +1388,7 @@ random.seed(PRODUCT_SEED)
 # modules finds no dispatch to wrap. The functions keep this module's globals; the other
 # ways to them (frames, ``gc``) are probes (docs/design/isolated-oracle.md).
 sys.modules["__main__"] = types.ModuleType("__main__")
+_server_holdings()
 arm_probes(PROBE_FD, PRODUCT_TREE, _library_dirs())
 sys.path[0:0] = tree_paths(PRODUCT_TREE, PRODUCT_LAYOUT["roots"])
 serve()
