@@ -263,6 +263,12 @@ WRITER = textwrap.dedent(
             f.write(b"x")
         with open(os.path.expanduser("~/.home-count"), "ab") as f:
             f.write(b"x")
+        (HERE / "data" / "extra.txt").write_text("x")
+        os.chmod(HERE / "data", 0)  # its new entry unseen until its mode is put back
+        os.mkdir(HERE / "hidden")
+        (HERE / "hidden" / "count.txt").write_text("x")
+        os.chmod(HERE / "hidden", 0)
+        os.chmod(HERE / "kept.txt", 0)
 
 
     def what_is_there():
@@ -280,6 +286,8 @@ WRITER = textwrap.dedent(
             read(HERE / "made" / "inside.txt"),
             read("/tmp/.scratch-count"),
             read(os.path.expanduser("~/.home-count")),
+            read(HERE / "data" / "extra.txt"),
+            os.path.exists(HERE / "hidden"),
         )
     """
 )
@@ -287,12 +295,12 @@ WRITER_PROPS = textwrap.dedent(
     """
     import shop
 
-    AS_IMPORTED = (b"as imported", None, b"to be removed", None, None, None)
+    AS_IMPORTED = (b"as imported", None, b"to be removed", None, None, None, None, False)
 
     def test_first():
         assert shop.what_is_there() == AS_IMPORTED
         shop.write_everywhere()
-        assert shop.what_is_there() != AS_IMPORTED
+        assert shop.what_is_there()[1:] != AS_IMPORTED[1:]
 
     def test_second():
         assert shop.what_is_there() == AS_IMPORTED
@@ -314,6 +322,7 @@ def test_what_a_property_writes_is_put_back_before_the_next(tmp_path: Path) -> N
     (tmp_path / "shop" / "__init__.py").write_text(WRITER)
     (tmp_path / "shop" / "kept.txt").write_text("as imported")
     (tmp_path / "shop" / "gone.txt").write_text("to be removed")
+    (tmp_path / "shop" / "data").mkdir(mode=0o755)
     (tmp_path / "tests").mkdir(mode=0o755)
     (tmp_path / "tests" / "test_props.py").write_text(WRITER_PROPS)
     targets = [
@@ -345,6 +354,12 @@ def test_what_a_property_writes_is_put_back_before_the_next(tmp_path: Path) -> N
             f"write <tree>/shop/gone.txt {at('unlink')}",
             f"write <tree>/shop/made {at('os.mkdir')}",
             f"write <tree>/shop/made/inside.txt {at('inside.txt')}",
+            "write <tree>/shop/data/extra.txt " + at('extra.txt").write'),
+            "write <tree>/shop/data " + at('chmod(HERE / "data"'),
+            "write <tree>/shop/hidden " + at('mkdir(HERE / "hidden'),
+            f"write <tree>/shop/hidden/count.txt {at('count.txt')}",
+            "write <tree>/shop/hidden " + at('chmod(HERE / "hidden'),
+            "write <tree>/shop/kept.txt " + at('chmod(HERE / "kept'),
         ]
     )
     assert (tmp_path / "shop" / "kept.txt").read_text() == "as imported"  # the run's copy only

@@ -1258,60 +1258,86 @@ def _files_kept(entries: dict[str, tuple[int, int, int, int, int]]) -> dict[str,
     return kept
 
 
+PUT_BACK_PASSES = 3
+"""Walks that may each put something back (a directory product code made unreadable hides
+its entries from the first): after them the files must be as the import left them."""
+
+
 def _put_back_files() -> None:
     """Between two properties: every entry under the writable roots back as the import left
     it (new ones removed, changed or removed ones written back, in place where they still
     are). One that cannot be put back ends the process with ``UNRESTORABLE_STATUS``."""
     kept = AFTER_IMPORT["files"]
-    now = _files()
-    if all(kept.get(path, [None])[0] == key for path, key in now.items()) and len(now) == len(kept):
-        return
     try:
-        for path in sorted(now, reverse=True):  # deepest first
-            if path not in kept or stat.S_IFMT(kept[path][0][0]) != stat.S_IFMT(now[path][0]):
-                if stat.S_ISDIR(now[path][0]):
-                    os.rmdir(path)  # its entries were removed before it
-                else:
-                    os.unlink(path)
-                now.pop(path)
-        for path in sorted(kept):  # shallowest first
-            key, held = kept[path]
-            if now.get(path) == key:
-                continue
-            mode = key[0]
-            if stat.S_ISDIR(mode):
-                if path not in now:
-                    os.mkdir(path)
-                os.chmod(path, stat.S_IMODE(mode))
-            elif stat.S_ISLNK(mode) and isinstance(held, str):
-                if path in now:
-                    os.unlink(path)
-                os.symlink(held, path)
-            elif stat.S_ISREG(mode) and isinstance(held, bytes):
-                flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
-                fd = os.open(path, flags, stat.S_IMODE(mode))
-                try:
-                    view = memoryview(held)
-                    while view:
-                        view = view[os.write(fd, view) :]
-                finally:
-                    os.close(fd)
-                os.chmod(path, stat.S_IMODE(mode))
-                os.utime(path, ns=(key[3], key[3]), follow_symlinks=False)
-            else:
-                raise OSError(f"no copy kept of {path}")
-        after = _files()
-        for path in sorted(kept, reverse=True):  # the directories' times, deepest first
-            key = kept[path][0]
-            if stat.S_ISDIR(key[0]) and after.get(path, key)[3] != key[3]:
-                os.utime(path, ns=(key[3], key[3]), follow_symlinks=False)
+        for _ in range(PUT_BACK_PASSES):
+            now = _files()
+            if len(now) == len(kept) and all(
+                kept.get(path, [None])[0] == key for path, key in now.items()
+            ):
+                return
+            _put_back(kept, now)
+            for path, key in _files().items():  # a put-back entry's st_ctime is new
+                if path in kept:
+                    kept[path][0] = key
+        raise OSError("the files still differ from the import's after putting them back")
     except OSError as exc:
         os.write(2, f"patchwarden: cannot put back the product's files between properties: "
                     f"{exc}\n".encode("utf-8", "replace"))  # fmt: skip
         os._exit(UNRESTORABLE_STATUS)
-    for path, key in _files().items():
-        if path in kept:
-            kept[path][0] = key
+
+
+def _put_back(kept: dict[str, Any], now: dict[str, tuple[int, int, int, int, int]]) -> None:
+    for path in sorted(now, reverse=True):  # deepest first
+        if path not in kept or stat.S_IFMT(kept[path][0][0]) != stat.S_IFMT(now[path][0]):
+            _remove(path, now[path][0])
+            now.pop(path)
+    for path in sorted(kept):  # shallowest first
+        key, held = kept[path]
+        if now.get(path) == key:
+            continue
+        mode = key[0]
+        if stat.S_ISDIR(mode):
+            if path not in now:
+                os.mkdir(path, 0o700)
+            os.chmod(path, stat.S_IMODE(mode))
+        elif stat.S_ISLNK(mode) and isinstance(held, str):
+            if path in now:
+                os.unlink(path)
+            os.symlink(held, path)
+        elif stat.S_ISREG(mode) and isinstance(held, bytes):
+            if path in now:
+                os.chmod(path, 0o600)  # product code may have taken its write bit away
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+            fd = os.open(path, flags, 0o600)
+            try:
+                view = memoryview(held)
+                while view:
+                    view = view[os.write(fd, view) :]
+            finally:
+                os.close(fd)
+            os.chmod(path, stat.S_IMODE(mode))
+            os.utime(path, ns=(key[3], key[3]), follow_symlinks=False)
+        elif stat.S_ISREG(mode) or stat.S_ISLNK(mode) or path not in now:
+            raise OSError(f"no copy kept of {path}")  # past FILES_KEPT_BYTES, or a device
+    after = _files()
+    for path in sorted(kept, reverse=True):  # the directories' times, deepest first
+        key = kept[path][0]
+        if stat.S_ISDIR(key[0]) and after.get(path, key)[3] != key[3]:
+            os.utime(path, ns=(key[3], key[3]), follow_symlinks=False)
+
+
+def _remove(path: str, mode: int) -> None:
+    """An entry the import did not leave, a directory with everything in it (one product
+    code made unreadable too); links are removed, never followed."""
+    if not stat.S_ISDIR(mode):
+        os.unlink(path)
+        return
+    os.chmod(path, 0o700)
+    with os.scandir(path) as entries:
+        inside = [(entry.path, entry.stat(follow_symlinks=False).st_mode) for entry in entries]
+    for entry_path, entry_mode in inside:
+        _remove(entry_path, entry_mode)
+    os.rmdir(path)
 
 
 def _next_property() -> None:
