@@ -215,6 +215,21 @@ KEPT = {
 }
 
 
+def _three_properties(tmp_path: Path, files: dict[str, str]) -> PropertyRun:
+    """``files`` written in a tree, and its tests/test_props.py's first, second and third
+    tests run as three properties (isolated, seed 3)."""
+    tmp_path.chmod(0o755)
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    targets = [
+        PropertyTarget(f"p.{n}", f"tests/test_props.py::test_{n}")
+        for n in ("first", "second", "third")
+    ]
+    limits = Limits(wall_time_s=60, idle_time_s=15, memory_mb=1024, output_bytes=200_000)
+    return run_properties(tmp_path, targets, 3, SandboxConfig(), limits=limits)
+
+
 @pytest.mark.bwrap
 def test_what_the_oracle_keeps_across_properties_is_found_again_or_refused(
     tmp_path: Path,
@@ -223,16 +238,7 @@ def test_what_the_oracle_keeps_across_properties_is_found_again_or_refused(
     first imported during one property and a class read then are asked for again by name in
     the next; a product object made during an earlier property (a module-scoped fixture's)
     does not exist there, and the property runs in-process, saying why."""
-    tmp_path.chmod(0o755)
-    for name, text in KEPT.items():
-        (tmp_path / name).parent.mkdir(mode=0o755, exist_ok=True)
-        (tmp_path / name).write_text(text)
-    targets = [
-        PropertyTarget(f"p.{n}", f"tests/test_props.py::test_{n}")
-        for n in ("first", "second", "third")
-    ]
-    limits = Limits(wall_time_s=60, idle_time_s=15, memory_mb=1024, output_bytes=200_000)
-    run = run_properties(tmp_path, targets, 3, SandboxConfig(), limits=limits)
+    run = _three_properties(tmp_path, KEPT)
     assert [(r.prop, r.status, r.isolation) for r in run.records] == [
         ("p.first", "pass", "isolated"),
         ("p.second", "pass", "isolated"),
@@ -317,20 +323,14 @@ def test_what_a_property_writes_is_put_back_before_the_next(tmp_path: Path) -> N
     """Files are state a fork does not reset: everything a property's process writes in its
     tree, /tmp or $HOME is put back as the import left it before the next property's process
     is forked, and a write in the tree is a probe (its time cannot be set back)."""
-    tmp_path.chmod(0o755)
-    (tmp_path / "shop").mkdir(mode=0o755)
-    (tmp_path / "shop" / "__init__.py").write_text(WRITER)
-    (tmp_path / "shop" / "kept.txt").write_text("as imported")
-    (tmp_path / "shop" / "gone.txt").write_text("to be removed")
-    (tmp_path / "shop" / "data").mkdir(mode=0o755)
-    (tmp_path / "tests").mkdir(mode=0o755)
-    (tmp_path / "tests" / "test_props.py").write_text(WRITER_PROPS)
-    targets = [
-        PropertyTarget(f"p.{n}", f"tests/test_props.py::test_{n}")
-        for n in ("first", "second", "third")
-    ]
-    limits = Limits(wall_time_s=60, idle_time_s=15, memory_mb=1024, output_bytes=200_000)
-    run = run_properties(tmp_path, targets, 3, SandboxConfig(), limits=limits)
+    files = {
+        "shop/__init__.py": WRITER,
+        "shop/kept.txt": "as imported",
+        "shop/gone.txt": "to be removed",
+        "shop/data/.keep": "",
+        "tests/test_props.py": WRITER_PROPS,
+    }
+    run = _three_properties(tmp_path, files)
     assert [(r.prop, r.status, r.isolation) for r in run.records] == [
         ("p.first", "pass", "isolated"),
         ("p.second", "pass", "isolated"),
