@@ -991,7 +991,7 @@ FAITHFUL = textwrap.dedent(
         return value
 
 
-    def annotated(x: int, label: "str" = "n") -> Point:
+    def annotated(x: int, label: "str" = "n", *, times=2) -> Point:
         return x + 1
 
 
@@ -2178,6 +2178,8 @@ FAITHFUL_TESTS = textwrap.dedent(
 
         assert wrapper.__name__ == "annotated" and wrapper(4) == 5
         assert wrapper.__annotations__ == annotated.__annotations__
+        # tenacity's test_retry_preserves_argument_defaults: plain data too
+        assert annotated.__defaults__ == ("n",) and annotated.__kwdefaults__ == {"times": 2}
 
 
     def test_module_namespace_copied():  # glom's snippets run in copy.copy(glom.__dict__)

@@ -444,6 +444,8 @@ _FUNCTION_INTERNALS = frozenset(
 """What a function is made of beyond plain data: reading one of them (``inspect.signature``,
 ``inspect.getsource``, ``typing.get_type_hints`` do) is refused, so the property runs
 in-process and gets the real answer instead of a stand-in's."""
+_FUNCTION_DATA = frozenset({"__annotations__", "__defaults__", "__kwdefaults__"})
+"""What a product function holds that is data, not code: read from the product."""
 _IMPORTING: set[str] = set()
 TEST_DIRECTORIES = frozenset({"test", "tests"})
 """Directory names whose modules are the oracle's own test code inside a product package
@@ -584,10 +586,10 @@ class Handle:
                 space = _globals_of(self)
                 if space is not None:
                     return space
-            if kind in _SEEN_AS and name == "__annotations__":
-                # Plain data (names to classes or strings), read as any attribute is: what
-                # staticmethod(), functools.wraps and typing.get_type_hints (with
-                # __globals__) read of a product function.
+            if kind in _SEEN_AS and name in _FUNCTION_DATA:
+                # Plain data (names to classes or strings, default values), read as any
+                # attribute is: what staticmethod(), functools.wraps and
+                # typing.get_type_hints (with __globals__) read of a product function.
                 return _link().request("getattr", [self, name])
             if kind in _SEEN_AS and name in _FUNCTION_INTERNALS:
                 raise _refuse(f"the property introspects product {kind} {_label(self)} ({name})")
