@@ -50,9 +50,13 @@ RECHECKED = (
 )
 
 
+def failed_isolated(record: PropertyRecord) -> bool:
+    return record.status == "fail" and record.isolation == "isolated"
+
+
 def isolation_gap(record: PropertyRecord) -> bool:
     """Failed isolated, passed when run again in-process."""
-    return record.status == "fail" and record.isolation == "isolated" and record.recheck == "pass"
+    return failed_isolated(record) and record.recheck == "pass"
 
 
 def reconcile(outcomes: Mapping[UnitKey, RunOutcome]) -> dict[UnitKey, RunOutcome]:
@@ -115,10 +119,6 @@ def recheck_limits(unit: RunUnit, records: Sequence[PropertyRecord]) -> RunUnit:
         }
     )
     return dataclasses.replace(unit, limits=limits)
-
-
-def failed_isolated(record: PropertyRecord) -> bool:
-    return record.status == "fail" and record.isolation == "isolated"
 
 
 def recheck_units(
