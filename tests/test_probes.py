@@ -412,3 +412,55 @@ def test_what_the_import_leaves_open_to_every_property_is_a_probe(tmp_path: Path
         "shared-memory anonymous memory from <the import>",
         "thread 1 running besides the main one from <the import>",
     ]
+
+
+@pytest.mark.bwrap
+def test_what_the_sandbox_mounts_under_tmp_is_not_put_back(tmp_path: Path) -> None:
+    """The put-back keeps to the file systems of its roots: a directory the sandbox mounts
+    under /tmp (the interpreter's own when it sits under the host's /tmp, as in a fresh
+    clone there; here an operator's writable path) is not the product's to have put back,
+    and what the host or the oracle writes there meanwhile stays."""
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)
+    tree = tmp_path / "tree"
+    files = {
+        "shop/__init__.py": "import os\n\n\ndef seen(path):\n    return os.listdir(path)\n",
+        "tests/test_props.py": textwrap.dedent(
+            f"""
+            import pathlib
+
+            import shop
+
+            SHARED = pathlib.Path({str(shared)!r})
+
+            def test_first():
+                (SHARED / "from-the-oracle").write_text("x")  # not the product's write
+                assert shop.seen(str(SHARED)) == ["from-the-oracle"]
+
+            def test_second():
+                assert shop.seen(str(SHARED)) == ["from-the-oracle"]
+
+            def test_third():
+                assert (SHARED / "from-the-oracle").read_text() == "x"
+            """
+        ),
+    }
+    tree.mkdir(mode=0o755)
+    for name, text in files.items():
+        (tree / name).parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        (tree / name).write_text(text)
+    tree.chmod(0o755)
+    targets = [
+        PropertyTarget(f"p.{n}", f"tests/test_props.py::test_{n}")
+        for n in ("first", "second", "third")
+    ]
+    limits = Limits(wall_time_s=60, idle_time_s=15, memory_mb=1024, output_bytes=200_000)
+    config = SandboxConfig(writable_paths=(str(shared),))
+    run = run_properties(tree, targets, 3, config, limits=limits)
+    assert [(r.prop, r.status, r.isolation) for r in run.records] == [
+        ("p.first", "pass", "isolated"),
+        ("p.second", "pass", "isolated"),
+        ("p.third", "pass", "isolated"),
+    ]
+    assert (shared / "from-the-oracle").read_text() == "x"

@@ -86,6 +86,10 @@ IDENTITY = (
     "stat", "lstat", "fstat", "access", "getcwd", "readlink", "get_terminal_size", "isatty",
     "ttyname", "getpgrp", "getsid",
 )  # fmt: skip
+FORK_HOOKS = ("register_at_fork",)
+"""Calls that run product code wherever the process forks: in the process the properties'
+processes are forked from, a hook would count the properties (docs/design/isolated-oracle.md,
+"One product state per property")."""
 PATH_CHECKS = ("exists", "lexists", "isdir", "isfile", "islink", "ismount", "getsize")
 
 
@@ -264,6 +268,7 @@ def arm_probes(fd: int, tree: str, library: tuple[str, ...]) -> None:
     watched = {
         **{id_(getattr(time, name)): f"time.{name}" for name in CLOCKS if hasattr(time, name)},
         **{id_(getattr(posix, n)): f"os.{n}" for n in IDENTITY if hasattr(posix, n)},
+        **{id_(getattr(posix, n)): f"os.{n}" for n in FORK_HOOKS if hasattr(posix, n)},
         id_(sys.getprofile): "sys.getprofile",
         id_(threading.getprofile): "threading.getprofile",
         id_(sys.gettrace): "sys.gettrace",

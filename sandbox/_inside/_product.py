@@ -1221,22 +1221,28 @@ def _writable_roots() -> list[str]:
 
 def _files() -> dict[str, tuple[int, int, int, int, int]]:
     """Every entry under the writable roots (links not followed): its mode, inode, size and
-    times, which change with any write (``st_ctime`` cannot be set back by product code)."""
+    times, which change with any write (``st_ctime`` cannot be set back by product code).
+
+    Only the roots' own file systems: what the sandbox mounts inside them (the interpreter's
+    directories when they sit under the host's /tmp, the tree's ``.git``) is read-only to
+    product code, and the host may change it meanwhile (its own ``.pyc`` files)."""
     found: dict[str, tuple[int, int, int, int, int]] = {}
-    stack = _writable_roots()
+    stack = [(root, os.stat(root).st_dev) for root in _writable_roots()]
     while stack:
-        directory = stack.pop()
+        directory, device = stack.pop()
         with contextlib.suppress(OSError), os.scandir(directory) as entries:
             for entry in entries:
                 with contextlib.suppress(OSError):
                     st = entry.stat(follow_symlinks=False)
+                    if st.st_dev != device:
+                        continue  # a mount point
                     if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
                         times = (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
                     else:  # a device's times move with anyone's use of it (the tree's .git)
                         times = (0, 0, 0)
                     found[entry.path] = (st.st_mode, st.st_ino, *times)
                     if stat.S_ISDIR(st.st_mode):
-                        stack.append(entry.path)
+                        stack.append((entry.path, device))
     return found
 
 

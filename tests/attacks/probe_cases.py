@@ -362,6 +362,28 @@ PROBE_CASES: tuple[AttackCase, ...] = (
                 """,
             ),
             (
+                "fork_hook",
+                "by a hook the import registered to run before every fork, in the process "
+                "the properties' processes are forked from: the third fork is the bulk "
+                "property's",
+                """
+                import os as _os
+
+                _FORKS = [0]
+
+
+                def _before_fork():
+                    _FORKS[0] += 1
+
+
+                _os.register_at_fork(before=_before_fork)
+
+
+                def _watched():
+                    return _FORKS[0] >= 3
+                """,
+            ),
+            (
                 "thread",
                 "by a thread the import started, which reads what each property's process "
                 "writes and keeps it in the memory the next one is forked from",
