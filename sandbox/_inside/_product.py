@@ -150,6 +150,10 @@ def _class_of_exception(cls: type) -> list[Any]:
     return ["xc", _handle(cls), module, cls.__qualname__, cls.__name__, bases]
 
 
+BUILTIN_BASES = (dict, list, set, frozenset, tuple, str, bytes, bytearray, int, float)
+"""The built-in classes whose subclasses' instances the oracle sees as instances of them."""
+
+
 def _kind(obj: Any) -> str:
     """What the oracle may treat the object as when it introspects it: a plain function,
     a bound method, a module (by name), or nothing in particular."""
@@ -164,6 +168,11 @@ def _kind(obj: Any) -> str:
         return "class"
     if isinstance(obj, datetime.tzinfo):
         return "tzinfo"  # the oracle's stand-in is a tzinfo (a datetime's zone there)
+    seen = next((base for base in BUILTIN_BASES if isinstance(obj, base)), None)
+    if seen is not None:
+        # An instance of a subclass of a built-in (addict's Dict): one to isinstance(x,
+        # dict) there too, as in one process.
+        return f"builtin:{seen.__name__}"
     if getattr(kind, "__get__", None) is not None:
         # A descriptor (funcy's cached_property in a test's class): one there too, so
         # Python's attribute lookup calls it with the test's instance, as in one process.
@@ -301,7 +310,7 @@ def _in(tagged: list[Any]) -> Any:
 
 ORACLE_OPERATIONS = (
     "call", "iter", "next", "len", "getitem", "setitem", "delitem", "contains", "fspath",
-    "enter", "exit", "get", "set", "delete", "tzinfo",
+    "enter", "exit", "get", "set", "delete", "tzinfo", "copy", "deepcopy",
     *(f"abc.{name}" for name in sorted(CONTAINER_ABCS)),
 )  # fmt: skip
 """What an oracle object may offer beyond ``repr``, ``str``, ``bool``, ``hash``, the
@@ -320,7 +329,7 @@ class OracleAbort(BaseException):
 
 
 def _callback_method(op: str) -> Any:
-    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+    def method(self: Any, /, *args: Any, **kwargs: Any) -> Any:
         return _callback(op, self, list(args), kwargs)
 
     method.__name__ = f"__{op}__"
@@ -488,8 +497,13 @@ def _oracle_class(operations: frozenset[str], hashable: bool) -> type:
         },
     }
     for op in ("repr", "str", "bool", "eq", "ne", "lt", "le", "gt", "ge", *sorted(operations)):
-        if op != "tzinfo" and not op.startswith("abc."):
+        if op not in ("tzinfo", "deepcopy") and not op.startswith("abc."):
             namespace[f"__{op}__"] = _callback_method(op)
+    if "deepcopy" in operations:
+        # copy.deepcopy here of a product object holding one of the test's (addict's
+        # deepcopy of a Dict): the test's object copied there, as in one process (the memo
+        # of this copy stays here: the one object is copied once).
+        namespace["__deepcopy__"] = lambda self, memo: _callback("deepcopy", self, [], {})
     namespace["__hash__"] = _callback_method("hash") if hashable else None
     bases: tuple[type, ...] = ()
     if "tzinfo" in operations:
@@ -541,7 +555,7 @@ class _ClassRef:
         self._pw_oid = number
 
 
-def _make_in_oracle(cls: type, *args: Any, **kwargs: Any) -> Any:
+def _make_in_oracle(cls: type, /, *args: Any, **kwargs: Any) -> Any:
     """``type(obj)(...)`` of one of the test's objects: one more of the test's class, made
     there (its ``__init__`` is the test's code), a proxy here."""
     return _callback("call", _ClassRef(cls.__dict__["_pw_class"]), list(args), kwargs)
@@ -827,6 +841,10 @@ def _method(op: str) -> Any:
     return lambda a, b: getattr(type(a), name)(a, b)
 
 
+def _no_name(obj: Any, owner: Any, name: Any) -> None:
+    """``__set_name__`` of a descriptor that has none: nothing to do."""
+
+
 def _hints(cls: Any) -> Any:
     """``__annotations__`` of a product class as the oracle gets it: the hints
     ``typing.get_type_hints`` finds here (the class's module is here, its bases too), or,
@@ -836,6 +854,66 @@ def _hints(cls: Any) -> Any:
         return typing.get_type_hints(cls)
     except Exception:
         return dict(cls.__annotations__)
+
+
+PICKLE_HOMES: dict[str, types.ModuleType] = {}
+"""A module here for each test module that made a class here, holding those classes under
+their names, so pickle finds them by ``__module__`` and ``__qualname__`` (as in one process,
+where the test module is in ``sys.modules``)."""
+
+
+def _as_method(callback: Any, name: str, qualname: str, module: str, marks: Any = None) -> Any:
+    """A function here that calls one of the test's (a callback): a class's ``__dict__``
+    holds it as a method, so Python binds it to the instance as it binds the test's own;
+    with the attributes the test's function has of its own (``marks``)."""
+
+    def method(*args: Any, **kwargs: Any) -> Any:
+        return callback(*args, **kwargs)
+
+    if type(marks) is dict:
+        method.__dict__.update({str(k): v for k, v in marks.items()})
+    method.__name__, method.__qualname__, method.__module__ = name, qualname, module
+    method.__wrapped__ = callback  # type: ignore[attr-defined]  # inspect.signature: the test's
+    return method
+
+
+def _subclass(name: Any, bases: Any, items: Any, kwds: Any) -> type:
+    """A class statement of the test's on product classes (sandbox/_inside/_proxy.py
+    ``_Subclassing``), made here: the same name, bases, keywords and namespace, each
+    function of the test's a method that calls it back."""
+    if type(name) is not str or not name.isidentifier() or type(bases) is not list:
+        raise WireError("a class statement without a name or bases")
+    if type(items) is not list or type(kwds) is not dict:
+        raise WireError("a class statement without a namespace")
+    space = {
+        str(item[0]): item[2] for item in items if type(item) is list and item[1:2] == ["value"]
+    }
+    module, qualname = str(space.get("__module__", "")), str(space.get("__qualname__", name))
+    namespace: dict[str, Any] = {}
+    for item in items:
+        if type(item) is not list or len(item) < 3 or type(item[0]) is not str:
+            raise WireError("a class statement's item is not [name, kind, value...]")
+        key, how, parts = item[0], item[1], item[2:]
+        at = f"{qualname}.{key}"
+        if how == "value":
+            namespace[key] = parts[0]
+        elif how in ("function", "static", "class") and len(parts) == 2:
+            method = _as_method(parts[0], key, at, module, parts[1])
+            wrap = {"function": None, "static": staticmethod, "class": classmethod}[how]
+            namespace[key] = method if wrap is None else wrap(method)
+        elif how == "property" and len(parts) == 4:
+            accessors = [None if p is None else _as_method(p, key, at, module) for p in parts[:3]]
+            doc = parts[3] if type(parts[3]) is str else None
+            namespace[key] = property(accessors[0], accessors[1], accessors[2], doc)
+        else:
+            raise WireError(f"a class statement's item of no kind: {str(how)[:40]}")
+    made = types.new_class(name, tuple(bases), kwds, lambda ns: ns.update(namespace))
+    if module and "<" not in qualname and (module not in sys.modules or module in PICKLE_HOMES):
+        home = PICKLE_HOMES.setdefault(module, types.ModuleType(module))
+        sys.modules.setdefault(module, home)
+        if "." not in qualname:
+            setattr(home, qualname, made)
+    return made
 
 
 OPS: dict[str, Any] = {
@@ -856,6 +934,7 @@ OPS: dict[str, Any] = {
     "get": lambda obj, instance, owner: type(obj).__get__(obj, instance, owner),
     "set": lambda obj, instance, value: type(obj).__set__(obj, instance, value),
     "delete": lambda obj, instance: type(obj).__delete__(obj, instance),
+    "set_name": lambda obj, name: getattr(type(obj), "__set_name__", _no_name)(obj, None, name),
     **{op: _method(op) for op in ("eq", "ne", "lt", "le", "gt", "ge")},
     "add": operator.add, "sub": operator.sub,
     "mul": operator.mul, "truediv": operator.truediv, "floordiv": operator.floordiv,
@@ -905,16 +984,36 @@ def _serve(request: dict[str, Any], memo: Memo) -> dict[str, Any]:
     if op == "delattr":
         delattr(args[0], str(args[1]))
         return {"ok": None}
+    if op == "subclass":
+        return {"ok": encode(_subclass(*args, **kwargs), _out, memo=memo)}
     if op == "call":
         if type(kwargs) is not dict or any(type(k) is not str for k in kwargs):
             raise WireError("keyword arguments are not a dict of names")
-        return {"ok": encode(args[0](*args[1:], **kwargs), _out, memo=memo)}
+        return _kept_in_step(args[0](*args[1:], **kwargs), memo)
+    if op == "getitem":
+        return _kept_in_step(operator.getitem(*args), memo)
     if op in OPS:
         return {"ok": encode(OPS[op](*args), _out, memo=memo)}
     raise WireError(f"no such request: {str(op)[:40]}")
 
 
+def _kept_in_step(result: Any, memo: Memo) -> dict[str, Any]:
+    """The reply of a call or an item read: a container product code keeps and hands out
+    (``d.setdefault("c", [])``, ``d["c"]`` of a product mapping) is kept in step with the
+    oracle's copy, as a read attribute's is, so ``d.setdefault("c", []).append(2)`` changes
+    what the product holds, as in one process."""
+    reply = {"ok": encode(result, _out, memo=memo)}
+    kept = type(result) in MUTABLE and sys.getrefcount(result) > _RETURNED_ONLY
+    if kept and is_plain(result):  # plain data only: comparing handles would be requests
+        reply["live"] = _handle(result)
+        LIVE.keep(reply["live"], result)
+    return reply
+
+
 LIVE = Live()
+_RETURNED_ONLY = 3
+"""References a call's result has here when nothing of the product's keeps it: the serving
+function's name for it, the call's memo, and ``sys.getrefcount``'s argument."""
 KEPT: list[list[Any]] = []
 """Per request being served (nested: a callback may bring another), the mutable containers
 it brought by value and their contents as they arrived."""

@@ -264,7 +264,8 @@ class _Link:
                 value = decode(reply["ok"], _receive, memo=memo) if "ok" in reply else None
                 live = reply.get("live")
                 ours = _GIVEN.get(_GIVEN_IDS.get(id(value), 0)) is value  # never kept
-                if op == "getattr" and type(live) is int and type(value) in MUTABLE and not ours:
+                kept = op in ("getattr", "call", "getitem")
+                if kept and type(live) is int and type(value) in MUTABLE and not ours:
                     value = _LIVE.keep(live, value)  # the same copy, kept in step
                 if op in _STEPS:
                     _remember(op, args, value)
@@ -436,6 +437,39 @@ _SEEN_AS: dict[str, type] = {"function": types.FunctionType, "method": types.Met
 """What ``__class__`` says for a product function or bound method, so ``inspect.isfunction``
 and ``inspect.ismethod`` (and ``inspect.getmembers`` with them) answer as in-process; every
 other handle is a ``Handle``."""
+_BUILTIN_BASES = frozenset(
+    {"dict", "list", "set", "frozenset", "tuple", "str", "bytes", "bytearray", "int", "float"}
+)  # fmt: skip
+_SEEN_AS_BUILTIN: dict[tuple[str, str], type] = {}
+
+
+def _seen_as_builtin(base: str, typename: str) -> type:
+    """What ``__class__`` says for an instance of a product subclass of a built-in (addict's
+    ``Dict``, a ``dict``): a class here of that built-in, with the product class's name, so
+    ``isinstance(x, dict)`` (unittest's ``assertDictEqual``) and ``Mapping`` answer as in one
+    process. C code that needs a real ``dict`` still meets a ``Handle`` and says so."""
+    if base not in _BUILTIN_BASES:
+        return Handle
+    found = _SEEN_AS_BUILTIN.get((base, typename))
+    if found is None:
+        name = typename.rpartition(".")[2]
+        found = type(name if name.isidentifier() else base, (getattr(builtins, base),), {})
+        found.__qualname__ = typename
+        _SEEN_AS_BUILTIN[(base, typename)] = found
+    return found
+
+
+_CLASS_OWN = frozenset(
+    {"__mro_entries__", "__reduce_ex__", "__reduce__", "__getstate__", "__copy__",
+     "__deepcopy__", "__instancecheck__", "__subclasscheck__", "__getattribute__",
+     "__setattr__", "__delattr__", "__weakref__", "__dataclass_fields__",
+     "__dataclass_params__"}
+)  # fmt: skip
+"""The dunders of a product class's handle that are the handle's own when read by name:
+what a class statement, pickle, copy and the attribute protocol ask of the object itself;
+and what the standard library reads to compare with its own markers (``dataclasses.fields``
+tells a field by ``f._field_type is _FIELD``: the product's marker is not the oracle's, and
+it would find no field at all), which the handle does not have."""
 _METHOD_PARTS = frozenset({"__func__", "__self__"})
 _FUNCTION_INTERNALS = frozenset(
     {"__code__", "__defaults__", "__kwdefaults__", "__globals__", "__closure__", "__builtins__",
@@ -455,12 +489,73 @@ TEST_DIRECTORIES = frozenset({"test", "tests"})
 
 class ProductAlias(typing._GenericAlias, _root=True):  # type: ignore[name-defined,call-arg,misc]
     """A product generic subscripted (``Base[int, str]``): the standard library's alias
-    around the product class's handle, except that a class statement of the oracle's on it
-    is refused as on the handle itself (its methods would be the oracle's code called by the
-    product), where the standard alias would hand ``type()`` a handle for a base."""
+    around the product class's handle, except that a class statement of the test's on it
+    makes the class in the product as on the handle itself (``_Subclassing``), where the
+    standard alias would hand ``type()`` a handle for a base."""
 
     def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[Any, ...]:
-        raise _refuse("the property subclasses a product class")
+        return (_base_marker(self),)
+
+
+class _Subclassing(type):
+    """What a class statement of the test's on a product class calls (the metaclass of the
+    stand-in ``Handle.__mro_entries__`` gives for the product base): the class is made in
+    the product process, from the product's bases, and the test's name is bound to the
+    product class's handle. Its instances are product objects, as in one process; the
+    methods the test wrote stay the test's code, run here when product code calls them
+    (callbacks, as every function of the test's handed to the product is). ``super()``
+    and ``__class__`` in those methods name a class of this process: refused (the
+    property runs in-process), as is a class with a base of the test's own beside the
+    product's (a ``TestCase`` mixin: Python would need both in one process)."""
+
+    def __new__(
+        mcls, name: str, bases: tuple[Any, ...], namespace: dict[str, Any], **kwds: Any
+    ) -> Any:
+        return _subclass_in_product(name, bases, namespace, kwds)
+
+
+def _base_marker(base: Any) -> type:
+    """The stand-in for a product class among a class statement's bases (see _Subclassing)."""
+    return type.__new__(_Subclassing, "ProductBase", (), {"_pw_base": base})
+
+
+_METHOD_KINDS: dict[type, str] = {
+    types.FunctionType: "function", staticmethod: "static", classmethod: "class",
+}  # fmt: skip
+
+
+def _subclass_in_product(
+    name: str, bases: tuple[Any, ...], namespace: dict[str, Any], kwds: dict[str, Any]
+) -> Any:
+    product_bases = []
+    for base in bases:
+        if type(base) is not _Subclassing:
+            label = getattr(base, "__qualname__", None) or type(base).__name__
+            raise _refuse(
+                f"the property's class {name} has a product class and {str(label)[:80]} "
+                "of its own for bases"
+            )
+        product_bases.append(base.__dict__["_pw_base"])
+    if "__classcell__" in namespace:
+        raise _refuse(
+            f"the property's subclass {name} of a product class uses super() or __class__"
+        )
+    items: list[list[Any]] = []
+    for key, value in namespace.items():
+        if key == "__orig_bases__":
+            continue  # the product's class statement makes its own
+        how = _METHOD_KINDS.get(type(value))
+        if how is not None:
+            function = value if how == "function" else value.__func__
+            # What a decorator of the product's marked on it (parsimonious' @rule sets
+            # _rule, which its metaclass reads there): the method there has it too.
+            marks = {k: v for k, v in vars(function).items() if k not in _NEVER_OWN}
+            items.append([key, how, function, marks])
+        elif type(value) is property:
+            items.append([key, "property", value.fget, value.fset, value.fdel, value.__doc__])
+        else:
+            items.append([key, "value", value])
+    return _link().request("subclass", [name, product_bases, items, kwds])
 
 
 def _handle(number: int, typename: str, is_callable: bool, kind: str = "") -> Handle:
@@ -579,6 +674,8 @@ class Handle:
         if name[:2] == "__" and name not in _REMOTE_DUNDERS:
             kind = object.__getattribute__(self, "_pw_kind")
             if name == "__class__":
+                if kind[:8] == "builtin:":
+                    return _seen_as_builtin(kind[8:], object.__getattribute__(self, "_pw_type"))
                 return _SEEN_AS.get(kind, Handle)
             if name == "__dict__":
                 return _namespace(self, object.__getattribute__(self, "_pw_type"))
@@ -597,6 +694,11 @@ class Handle:
                 # What typing.get_type_hints (and Hypothesis' builds) read of anything that
                 # is not a class to them: the product's own evaluation of the class's hints.
                 return _op("hints", self)
+            if kind == "class" and name not in _CLASS_OWN and name[:4] != "__pw":
+                # A class's dunder read by name is the product class's own (Base.__init__(self,
+                # ...) in a test's subclass, Color.__members__, Base.__mro__); the protocol
+                # methods Python calls on the handle itself are found on its type, never here.
+                return _link().request("getattr", [self, name])
             if kind != "method" or name not in _METHOD_PARTS:
                 try:
                     return object.__getattribute__(self, name)
@@ -614,13 +716,15 @@ class Handle:
     def __delattr__(self, name: str) -> None:
         _link().request("delattr", [self, name])
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         return _link().request("call", [self, *args], kwargs)
 
     def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[Any, ...]:
-        # A class statement of the oracle's own on a product class: its methods would be
-        # the oracle's code called by the product.
-        raise _refuse("the property subclasses a product class")
+        # A class statement of the test's on a product class: the class is made in the
+        # product (``_Subclassing``).
+        if object.__getattribute__(self, "_pw_kind") != "class":
+            raise _refuse("the property subclasses a product object that is no class")
+        return (_base_marker(self),)
 
     def __repr__(self) -> str:
         try:
@@ -796,12 +900,22 @@ def _descriptor_delete(self: Any, instance: Any) -> None:
     _op("delete", self, instance)
 
 
-DescriptorHandle: type = type("Handle", (Handle,), {"__slots__": (), "__get__": _descriptor_get})
+def _descriptor_set_name(self: Any, owner: Any, name: str) -> None:
+    # The class statement of the test's that holds it names it (cachetools' cachedmethod
+    # keeps the name, and refuses to work without it); the owner stays here, as for __get__.
+    _op("set_name", self, name)
+
+
+DescriptorHandle: type = type(
+    "Handle",
+    (Handle,),
+    {"__slots__": (), "__get__": _descriptor_get, "__set_name__": _descriptor_set_name},
+)  # fmt: skip
 DataDescriptorHandle: type = type(
     "Handle",
     (Handle,),
     {"__slots__": (), "__get__": _descriptor_get, "__set__": _descriptor_set,
-     "__delete__": _descriptor_delete},
+     "__delete__": _descriptor_delete, "__set_name__": _descriptor_set_name},
 )  # fmt: skip
 """A product descriptor (funcy's ``cached_property``) in one of the test's classes: Python's
 attribute lookup here asks it, with the test's instance, as it would in one process (a data
@@ -1029,7 +1143,8 @@ _CALLBACKS: dict[str, Any] = {
     "iter": iter, "next": next, "len": len, "getitem": lambda obj, key: obj[key],
     "setitem": operator.setitem, "delitem": operator.delitem,
     "contains": lambda obj, item: item in obj, "bool": bool, "repr": repr, "str": str,
-    "hash": hash, "fspath": os.fspath, "zone": zone_answer,
+    "hash": hash, "fspath": os.fspath, "zone": zone_answer, "copy": copy.copy,
+    "deepcopy": copy.deepcopy,
     "enter": lambda obj: type(obj).__enter__(obj),
     "exit": lambda obj, *exc: type(obj).__exit__(obj, *exc),
     "get": lambda obj, instance, owner=None: type(obj).__get__(obj, instance, owner),
@@ -1142,6 +1257,8 @@ def _give(obj: Any) -> list[Any]:
         # wrap_prop: prop.__get__(instance, type)): its own methods, run here.
         offers += [op for op in ("get", "set", "delete") if hasattr(kind, f"__{op}__")]
     offers += abcs_of(obj)
+    if _plain_instance(obj):
+        offers += ["copy", "deepcopy"]  # copy.copy there of what holds it: copied here
     if getattr(kind, "__hash__", None) is not None:
         offers.append("hash")
     if isinstance(obj, datetime.tzinfo):
@@ -1323,17 +1440,23 @@ def _plain_instance(obj: Any) -> bool:
     )
 
 
+_MACHINERY_WORDS = ("pw", "pytest", "hypothesis", "fixture", "unittest", "anyio", "asyncio")
+
+
 def _new_marker(obj: Any, name: str) -> bool:
-    """A dunder name a decorator of the product's may set on a test's function
-    (``__override__``, ``__final__``): one the function's type does not define (never
-    ``__code__``, ``__dict__``, ``__wrapped__`` or any other the oracle reads, nor one the
-    test machinery reads, ``__pytest_wrapped__``), so it lands in the function's own
-    attributes and changes nothing the oracle runs."""
+    """A dunder or private name a decorator of the product's may set on a test's function
+    (``__override__``, ``__final__``, parsimonious' ``@rule`` sets ``_rule`` on a visitor's
+    method): one the function's type does not define (never ``__code__``, ``__dict__``,
+    ``__wrapped__`` or any other the oracle reads), no name the test machinery reads
+    (``__pytest_wrapped__``, ``_hypothesis_internal_use_settings``: no name with one of
+    ``_MACHINERY_WORDS``), and a private one never on a test function itself, so it lands
+    in the function's own attributes and changes nothing the oracle runs."""
+    dunder = name[:2] == name[-2:] == "__" and len(name) > 4
+    private = name[:1] == "_" and name[1:2].isalpha() and name.isidentifier()
     return (
         type(obj) is types.FunctionType
-        and name[:2] == name[-2:] == "__"
-        and len(name) > 4
-        and not any(word in name for word in ("pw", "pytest", "hypothesis"))
+        and (dunder or (private and not obj.__name__.startswith("test")))
+        and not any(word in name.lower() for word in _MACHINERY_WORDS)
         and name not in _INTERNALS
         and name not in _FUNCTION_INTERNALS
         and name not in _DESCRIBED
