@@ -2403,27 +2403,38 @@ def test_names_and_marks():
     assert Visiting.marks == ["visit_a"] and Visiting().visit_a() == "a"
 
 
-def test_super():  # super() in a method names a class of the oracle's: in-process
+def test_super():  # super() in a method: the base's method, run in the product
     class WithSuper(lib.Shelf):
-        def key(self, item):
-            return super().key(item) + 1
+        def __init__(self, size, extra):
+            super().__init__(size)
+            self.extra = extra
 
-    shelf = WithSuper(1)
+        def key(self, item):
+            return super().key(item) + self.extra
+
+        def describe(self):
+            return "with " + super().describe()
+
+    class Deeper(WithSuper):
+        def key(self, item):
+            return super().key(item) * 10
+
+    shelf = Deeper(1, 2)
     shelf.put(1)
-    assert shelf.items == [2]
+    assert shelf.items == [30] and shelf.describe() == "with shelf:1:[30]"
+    assert lib.describe_all([shelf]) == ["with shelf:1:[30]"] and isinstance(shelf, WithSuper)
 """
 SUPER_AT_THE_TOP_TESTS = """import lib
 
 
-class WithSuper(lib.Shelf):  # super() at a test module's top: that module in-process
-    def key(self, item):
-        return super().key(item) + 1
+class Made(lib.Shelf):  # super() in a class method at a test module's top: in-process
+    @classmethod
+    def label_of(cls):
+        return super().label
 
 
-def test_with_super():
-    shelf = WithSuper(1)
-    shelf.put(1)
-    assert shelf.items == [2]
+def test_made():
+    assert Made.label_of() == "shelf"
 """
 FIELDS_TESTS = """import dataclasses
 import lib
@@ -2639,10 +2650,10 @@ def test_a_refusal_at_one_test_modules_top_sends_only_that_module_in_process(
     tmp_path: Path,
 ) -> None:
     # One test module's top makes what cannot cross (a subclass of a product class whose
-    # method calls super()); its tests run in-process, every other module's still isolated
-    # (all 476 of cachetools' fell back once for one module's top).
+    # class method calls super()); its tests run in-process, every other module's still
+    # isolated (all 476 of cachetools' fell back once for one module's top).
     targets = [
-        PropertyTarget("prop.with_super", "tests/test_super_at_the_top.py::test_with_super"),
+        PropertyTarget("prop.made", "tests/test_super_at_the_top.py::test_made"),
         PropertyTarget("prop.paths", "tests/test_faithful.py::test_paths"),
     ]
     result = run_properties(
@@ -2652,11 +2663,11 @@ def test_a_refusal_at_one_test_modules_top_sends_only_that_module_in_process(
     assert result.complete and not result.forged and not result.missing, result.problems
     got = {r.prop: (r.status, r.witness, r.isolation) for r in result.records}
     assert got["prop.paths"] == ("pass", "", "isolated")
-    assert got["prop.with_super"][:2] == ("pass", "")
-    assert got["prop.with_super"][2].startswith(
+    assert got["prop.made"][:2] == ("pass", "")
+    assert got["prop.made"][2].startswith(
         "in-process: the test module tests/test_super_at_the_top.py does not import isolated: "
-        "IsolationRefused: the property's subclass WithSuper of a product class uses super() "
-        "or __class__"
+        "IsolationRefused: the property's subclass Made of a product class uses super() "
+        "or __class__ in a class method"
     )
 
 
@@ -2667,7 +2678,8 @@ def test_a_class_statement_on_a_product_class_makes_the_class_in_the_product(
     their top (268 tests of the conformance corpus fell back for it): the class is made in
     the product, its methods the test's code called back, so the product's own methods
     call the test's overrides, pickle finds the class, isinstance and issubclass hold, and a
-    subclass of the subclass is one too. A method that calls super() falls back, named.
+    subclass of the subclass is one too; super() in its methods runs the base's method in
+    the product (a class method that calls super() falls back, named).
     An instance of a product subclass of ``dict`` is a ``dict`` to ``isinstance`` (addict's
     ``assertDictEqual``), and the product's deepcopy of what holds a test's object copies
     that object in the oracle. A product descriptor in a test's class is named by it
@@ -2686,12 +2698,7 @@ def test_a_class_statement_on_a_product_class_makes_the_class_in_the_product(
         "prop.again": ("pass", "", "isolated"),
         "prop.builtin_subclass": ("pass", "", "isolated"),
         "prop.names_and_marks": ("pass", "", "isolated"),
-        "prop.super": (
-            "pass",
-            "",
-            "in-process: the property's subclass WithSuper of a product class uses super() "
-            "or __class__",
-        ),
+        "prop.super": ("pass", "", "isolated"),
     }
 
 

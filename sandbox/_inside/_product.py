@@ -168,6 +168,10 @@ def _kind(obj: Any) -> str:
         return "class"
     if isinstance(obj, datetime.tzinfo):
         return "tzinfo"  # the oracle's stand-in is a tzinfo (a datetime's zone there)
+    if ANCHORED:
+        anchored = next((c for c in kind.__mro__ if c in ANCHORED), None)
+        if anchored is not None:
+            return f"anchored:{_handle(anchored)}"
     seen = next((base for base in BUILTIN_BASES if isinstance(obj, base)), None)
     if seen is not None:
         # An instance of a subclass of a built-in (addict's Dict): one to isinstance(x,
@@ -856,6 +860,21 @@ def _hints(cls: Any) -> Any:
         return dict(cls.__annotations__)
 
 
+ANCHORED: dict[type, None] = {}
+"""The classes a test's class statement made here whose methods call ``super()``: their
+instances cross as ``anchored:N`` (N: the class's handle), so the oracle's ``super()`` in
+those methods has an instance of the class it names (sandbox/_inside/_proxy.py ``_anchor``)."""
+
+
+def _super_names(cls: Any) -> list[Any]:
+    """What ``super(cls, obj)`` can find (the names of the classes past ``cls`` in its MRO),
+    and which of those classes are anchored too."""
+    if not isinstance(cls, type) or cls not in ANCHORED:
+        raise TypeError("super() names of a class no test's class statement made")
+    names = {k for c in cls.__mro__[1:] for k in vars(c) if type(k) is str}
+    return [sorted(names), [c for c in cls.__mro__[1:] if c in ANCHORED]]
+
+
 PICKLE_HOMES: dict[str, types.ModuleType] = {}
 """A module here for each test module that made a class here, holding those classes under
 their names, so pickle finds them by ``__module__`` and ``__qualname__`` (as in one process,
@@ -877,7 +896,7 @@ def _as_method(callback: Any, name: str, qualname: str, module: str, marks: Any 
     return method
 
 
-def _subclass(name: Any, bases: Any, items: Any, kwds: Any) -> type:
+def _subclass(name: Any, bases: Any, items: Any, kwds: Any, anchored: Any = False) -> type:
     """A class statement of the test's on product classes (sandbox/_inside/_proxy.py
     ``_Subclassing``), made here: the same name, bases, keywords and namespace, each
     function of the test's a method that calls it back."""
@@ -908,6 +927,8 @@ def _subclass(name: Any, bases: Any, items: Any, kwds: Any) -> type:
         else:
             raise WireError(f"a class statement's item of no kind: {str(how)[:40]}")
     made = types.new_class(name, tuple(bases), kwds, lambda ns: ns.update(namespace))
+    if anchored is True:
+        ANCHORED[made] = None
     if module and "<" not in qualname and (module not in sys.modules or module in PICKLE_HOMES):
         home = PICKLE_HOMES.setdefault(module, types.ModuleType(module))
         sys.modules.setdefault(module, home)
@@ -934,6 +955,8 @@ OPS: dict[str, Any] = {
     "get": lambda obj, instance, owner: type(obj).__get__(obj, instance, owner),
     "set": lambda obj, instance, value: type(obj).__set__(obj, instance, value),
     "delete": lambda obj, instance: type(obj).__delete__(obj, instance),
+    "super_get": lambda cls, obj, name: getattr(super(cls, obj), name),
+    "super_names": _super_names,
     "set_name": lambda obj, name: getattr(type(obj), "__set_name__", _no_name)(obj, None, name),
     **{op: _method(op) for op in ("eq", "ne", "lt", "le", "gt", "ge")},
     "add": operator.add, "sub": operator.sub,

@@ -536,14 +536,20 @@ def _subclass_in_product(
                 "of its own for bases"
             )
         product_bases.append(base.__dict__["_pw_base"])
-    if "__classcell__" in namespace:
+    anchored = "__classcell__" in namespace
+    if anchored and any(
+        "__class__" in getattr(getattr(value, "__func__", value), "__code__", _NO_CODE).co_freevars
+        for key, value in namespace.items()
+        if type(value) in (classmethod, staticmethod) or key in _IMPLICIT_CLASSMETHODS
+    ):
         raise _refuse(
-            f"the property's subclass {name} of a product class uses super() or __class__"
+            f"the property's subclass {name} of a product class uses super() or __class__ "
+            "in a class method"
         )
     items: list[list[Any]] = []
     for key, value in namespace.items():
-        if key == "__orig_bases__":
-            continue  # the product's class statement makes its own
+        if key in ("__orig_bases__", "__classcell__"):
+            continue  # the product's class statement makes its own; the cell is _anchor's
         how = _METHOD_KINDS.get(type(value))
         if how is not None:
             function = value if how == "function" else value.__func__
@@ -555,13 +561,86 @@ def _subclass_in_product(
             items.append([key, "property", value.fget, value.fset, value.fdel, value.__doc__])
         else:
             items.append([key, "value", value])
-    return _link().request("subclass", [name, product_bases, items, kwds])
+    made = _link().request("subclass", [name, product_bases, items, kwds, anchored])
+    if anchored:
+        namespace["__classcell__"].cell_contents = _anchor(name, made)
+    return made
+
+
+_NO_CODE = (lambda: None).__code__
+_IMPLICIT_CLASSMETHODS = frozenset({"__new__", "__init_subclass__", "__class_getitem__"})
+_ANCHORS: dict[int, type] = {}
+"""A product class made by a test's class statement whose methods call ``super()`` (its
+handle's number) -> the class its methods' ``__class__`` names here (``_anchor``)."""
+_SUPER_NEVER = frozenset(
+    {"__class__", "__dict__", "__weakref__", "__slots__", "__module__", "__qualname__",
+     "__doc__", "__new__", "__init_subclass__", "__class_getitem__", "__subclasshook__",
+     "__mro_entries__", "__set_name__", "__get__", "__set__", "__delete__", "__del__",
+     "__getattr__"}
+)  # fmt: skip
+_SUPER_SLOTLESS = frozenset(
+    {"__init__", "__missing__", "__getstate__", "__setstate__", "__reduce__"}
+)  # fmt: skip
+"""Dunders Python calls on no handle by itself (no slot of its type): safe past the anchor."""
+
+
+class _SuperMember:
+    """One name ``super()`` finds past a product subclass's anchor (``_anchor``): read from
+    the product's ``super(cls, obj)``, so the base's method runs there, as in one process."""
+
+    __slots__ = ("name", "owner")
+
+    def __init__(self, name: str, owner: Any) -> None:
+        self.name, self.owner = name, owner
+
+    def __get__(self, instance: Any, owner: Any = None) -> Any:
+        if instance is None:
+            raise AttributeError(self.name)
+        return _op("super_get", self.owner, instance, self.name)
+
+
+def _anchor(name: str, made: Any) -> type:
+    """What ``super()`` and ``__class__`` name in the methods of a test's class made in the
+    product (``_Subclassing``): a handle class here whose instances are that class's (the
+    product says so: kind ``anchored:N``), with the handle's own methods for Python's
+    protocol, and past it in the MRO a class whose every attribute is the product's
+    ``super(cls, obj)``'s, then the anchors of the product classes it derives from. So
+    ``super().__init__(...)`` and ``super().key(x)`` run the base's method in the product,
+    with the instance, as in one process."""
+    names, ancestors = _op("super_names", made)
+    if type(names) is not list or type(ancestors) is not list:
+        raise _fail(ProductUnreadable, "super() names that are not lists")
+    handle = vars(Handle)
+    shown = [
+        str(n) for n in names
+        if type(n) is str and n not in _SUPER_NEVER
+        and (n[:2] != "__" or n in handle or n in _SUPER_SLOTLESS)
+    ]  # fmt: skip
+    members = {n: _SuperMember(n, made) for n in shown}
+    forward = type(f"{name}.super", (), {"__slots__": (), **members})
+    parents = tuple(_ANCHORS[n] for n in map(_number_of, ancestors) if n in _ANCHORS)
+    own = {
+        k: v for k, v in handle.items()
+        if k not in ("__dict__", "__weakref__", "__slots__", "__module__", "__qualname__",
+                     "__doc__", *_OWN)
+    }  # fmt: skip
+    try:
+        anchor = type(name, (forward, *(parents or (Handle,))), {**own, "__slots__": ()})
+    except TypeError:
+        raise _refuse(f"the property's subclass {name} of product classes uses super()") from None
+    number = _number_of(made)
+    if number is not None:
+        _ANCHORS[number] = anchor
+    HANDLE_TYPES.add(anchor)
+    return anchor
 
 
 def _handle(number: int, typename: str, is_callable: bool, kind: str = "") -> Handle:
     found = _HANDLES.get(number)
     if found is None:
         cls: Any = _HANDLE_KINDS.get(kind, Handle)
+        if kind[:9] == "anchored:" and kind[9:].isdigit():
+            cls = _ANCHORS.get(int(kind[9:]), Handle)
         found = cls.__new__(cls)
         object.__setattr__(found, "_pw_id", number)
         object.__setattr__(found, "_pw_type", typename)
@@ -929,7 +1008,8 @@ def _function_get(self: Any, instance: Any, owner: Any = None) -> Any:
 
 
 FunctionHandle: type = type("Handle", (Handle,), {"__slots__": (), "__get__": _function_get})
-HANDLE_TYPES = (Handle, ZoneHandle, DescriptorHandle, DataDescriptorHandle, FunctionHandle)
+HANDLE_TYPES = {Handle, ZoneHandle, DescriptorHandle, DataDescriptorHandle, FunctionHandle}
+"""Every class of the oracle's handles (with each ``_anchor`` made: ``type(obj) in``)."""
 _HANDLE_KINDS = {
     "tzinfo": ZoneHandle, "descriptor": DescriptorHandle, "data-descriptor": DataDescriptorHandle,
     "function": FunctionHandle,
