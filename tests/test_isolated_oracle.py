@@ -2370,7 +2370,7 @@ def test_builtin_subclass():
     import collections.abc
     import unittest
 
-    found = lib.AttrDict(a=1, box=Box())
+    found = lib.AttrDict(a=1, box=Box(), fn=test_again)
     assert isinstance(found, dict) and isinstance(found, collections.abc.Mapping)
     assert not isinstance(found, list) and isinstance(found, lib.AttrDict)
     assert found.__class__.__name__ == "AttrDict" and found.a == 1
@@ -2381,6 +2381,7 @@ def test_builtin_subclass():
     copied = found.deep()  # copy.deepcopy in the product of what holds the test's Box
     copied.box.inside = False
     assert found.box.inside is True and copied.box.inside is False
+    assert copied.fn is found.fn is test_again  # a function is copied as itself
 
 
 class Holder:  # a class of the test's holding a product descriptor

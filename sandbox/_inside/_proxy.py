@@ -1337,8 +1337,11 @@ def _give(obj: Any) -> list[Any]:
         # wrap_prop: prop.__get__(instance, type)): its own methods, run here.
         offers += [op for op in ("get", "set", "delete") if hasattr(kind, f"__{op}__")]
     offers += abcs_of(obj)
-    if _plain_instance(obj):
-        offers += ["copy", "deepcopy"]  # copy.copy there of what holds it: copied here
+    if not _machinery(kind):
+        # copy.copy there of what holds it (addict's deepcopy of a Dict holding a test's
+        # object, cachetools' of a cache holding a test's timer function): copied here, as
+        # in one process (a function is itself again; a generator cannot be, here as there).
+        offers += ["copy", "deepcopy"]
     if getattr(kind, "__hash__", None) is not None:
         offers.append("hash")
     if isinstance(obj, datetime.tzinfo):
