@@ -802,6 +802,22 @@ INTROSPECTION = textwrap.dedent(
     def test_signature():
         assert list(inspect.signature(lib.area).parameters) == ["side"]
 
+    def test_code():  # what doctest's finder and inspect read of a product function's code
+        import doctest
+
+        from lib import shapes
+
+        assert inspect.iscoroutinefunction(shapes.fetch)
+        assert not inspect.iscoroutinefunction(shapes.double)
+        code = shapes.double.__code__
+        assert code.co_varnames == ("x",) and code.co_filename.endswith("lib/shapes.py")
+        assert inspect.getsource(shapes.double).startswith("def double(x):")
+        found = [t for t in doctest.DocTestFinder().find(shapes) if t.name.endswith("double")]
+        assert [t.lineno for t in found] == [5]  # the docstring's line, from 0
+        runner = doctest.DocTestRunner()
+        runner.run(found[0])
+        assert (runner.failures, runner.tries) == (0, 1)
+
     def test_writes_through_vars():
         vars(lib)["area"] = None
     """
@@ -818,6 +834,10 @@ def introspection_tree(root: Path, *, documented: bool) -> Path:
         source = source.replace('"""The perimeter of a square."""', "")
     (root / "lib" / "__init__.py").write_text(source)
     (root / "lib" / "sub.py").write_text("def one():\n    return 1\n")
+    (root / "lib" / "shapes.py").write_text(
+        'async def fetch():\n    return 1\n\n\ndef double(x):\n    """Twice x.\n\n'
+        '    >>> double(2)\n    4\n    """\n    return 2 * x\n'
+    )
     (root / "tests" / "test_docs.py").write_text(INTROSPECTION)
     return root
 
@@ -841,19 +861,23 @@ def run_introspection(
 
 
 def test_a_property_that_introspects_a_product_module_runs_isolated(tmp_path: Path) -> None:
-    # dir(), vars() and members' plain data come from the product process; what is not plain
-    # data (a function's code, for inspect.signature) or would patch the product is refused,
-    # so that property runs in-process and gets the real answer.
+    # dir(), vars() and members' plain data come from the product process; a function's
+    # __code__ is a stand-in with its file, line, names and flags (doctest's finder,
+    # iscoroutinefunction, getsource: ordered-set's doctests, cachetools'); what is not plain
+    # data (__signature__) or would patch the product is refused, so that property runs
+    # in-process and gets the real answer.
     got = run_introspection(
         introspection_tree(tmp_path, documented=True),
         "docstrings",
         "listing",
         "signature",
+        "code",
         "writes_through_vars",
     )
     assert got == {
         "docstrings": ("pass", "", "isolated"),
         "listing": ("pass", "", "isolated"),
+        "code": ("pass", "", "isolated"),
         "signature": (
             "pass",
             "",

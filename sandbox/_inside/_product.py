@@ -845,6 +845,19 @@ def _method(op: str) -> Any:
     return lambda a, b: getattr(type(a), name)(a, b)
 
 
+def _code_facts(function: Any) -> dict[str, Any]:
+    """What the oracle's stand-in of a function's ``__code__`` is made of (never bytecode)."""
+    code = getattr(function, "__code__", None)
+    if type(code) is not types.CodeType:
+        raise AttributeError("__code__")
+    return {
+        "filename": code.co_filename, "firstlineno": code.co_firstlineno,
+        "name": code.co_name, "qualname": code.co_qualname, "argcount": code.co_argcount,
+        "posonly": code.co_posonlyargcount, "kwonly": code.co_kwonlyargcount,
+        "varnames": list(code.co_varnames), "flags": code.co_flags,
+    }  # fmt: skip
+
+
 def _no_name(obj: Any, owner: Any, name: Any) -> None:
     """``__set_name__`` of a descriptor that has none: nothing to do."""
 
@@ -956,6 +969,7 @@ OPS: dict[str, Any] = {
     "set": lambda obj, instance, value: type(obj).__set__(obj, instance, value),
     "delete": lambda obj, instance: type(obj).__delete__(obj, instance),
     "super_get": lambda cls, obj, name: getattr(super(cls, obj), name),
+    "code_facts": _code_facts,
     "super_names": _super_names,
     "set_name": lambda obj, name: getattr(type(obj), "__set_name__", _no_name)(obj, None, name),
     **{op: _method(op) for op in ("eq", "ne", "lt", "le", "gt", "ge")},

@@ -478,6 +478,42 @@ _FUNCTION_INTERNALS = frozenset(
 """What a function is made of beyond plain data: reading one of them (``inspect.signature``,
 ``inspect.getsource``, ``typing.get_type_hints`` do) is refused, so the property runs
 in-process and gets the real answer instead of a stand-in's."""
+_STAND_IN_CODE = compile(
+    "def stand_in():\n    raise RuntimeError('the code of a product function runs there')\n",
+    "<isolated oracle>",
+    "exec",
+).co_consts[0]
+
+
+def _stand_in_code(function: Any) -> types.CodeType:
+    """``__code__`` of a product function or method: a code object of the oracle's with the
+    product code's file, first line, names, parameters and flags (what doctest's finder,
+    ``inspect.iscoroutinefunction`` and ``inspect.getsource`` read), whose own body only
+    raises: the product's bytecode never crosses and never runs here."""
+    facts = _op("code_facts", function)
+    texts = ("filename", "name", "qualname")
+    numbers = ("firstlineno", "argcount", "posonly", "kwonly", "flags")
+    names = facts.get("varnames") if type(facts) is dict else None
+    if (
+        type(facts) is not dict
+        or any(type(facts.get(k)) is not str for k in texts)
+        or any(type(facts.get(k)) is not int or facts[k] < 0 for k in numbers)
+        or type(names) is not list
+        or not all(type(n) is str and n.isidentifier() for n in names)
+    ):
+        raise _fail(ProductUnreadable, "the facts of a product function's code are not")
+    try:
+        return _STAND_IN_CODE.replace(
+            co_filename=facts["filename"], co_firstlineno=max(facts["firstlineno"], 1),
+            co_name=facts["name"], co_qualname=facts["qualname"],
+            co_argcount=facts["argcount"], co_posonlyargcount=facts["posonly"],
+            co_kwonlyargcount=facts["kwonly"], co_varnames=tuple(names),
+            co_nlocals=len(names), co_flags=facts["flags"],
+        )  # fmt: skip
+    except (ValueError, TypeError):
+        raise _fail(ProductUnreadable, "a product function's code facts do not fit") from None
+
+
 _FUNCTION_DATA = frozenset({"__annotations__", "__defaults__", "__kwdefaults__"})
 """What a product function holds that is data, not code: read from the product."""
 _IMPORTING: set[str] = set()
@@ -767,6 +803,8 @@ class Handle:
                 # attribute is: what staticmethod(), functools.wraps and
                 # typing.get_type_hints (with __globals__) read of a product function.
                 return _link().request("getattr", [self, name])
+            if kind in _SEEN_AS and name == "__code__":
+                return _stand_in_code(self)
             if kind in _SEEN_AS and name in _FUNCTION_INTERNALS:
                 raise _refuse(f"the property introspects product {kind} {_label(self)} ({name})")
             if kind == "class" and name == "__annotations__":
