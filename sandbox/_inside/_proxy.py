@@ -478,7 +478,7 @@ _FUNCTION_INTERNALS = frozenset(
 """What a function is made of beyond plain data: reading one of them (``inspect.signature``,
 ``inspect.getsource``, ``typing.get_type_hints`` do) is refused, so the property runs
 in-process and gets the real answer instead of a stand-in's."""
-_STAND_IN_CODE = compile(
+_STAND_IN_CODE: types.CodeType = compile(
     "def stand_in():\n    raise RuntimeError('the code of a product function runs there')\n",
     "<isolated oracle>",
     "exec",
