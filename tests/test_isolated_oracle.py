@@ -265,7 +265,7 @@ PROPS = textwrap.dedent(
         assert shop.price(3) == 0
 
     def test_fallback_sees_its_tree(monkeypatch):
-        monkeypatch.setattr(shop, "price", lambda n: 0)  # falls back: patches the product
+        monkeypatch.setenv("SHOP_MODE", "x")  # falls back: the product's environment is its own
         # In-process the product shares this process: it sees the tree this test sees.
         assert os.access("shop/__init__.py", os.W_OK)
         with open("shop/scratch-fallback.txt", "w") as f:  # its run's copy: writable
@@ -532,18 +532,17 @@ def test_a_property_that_cannot_cross_runs_in_process_and_says_why(tree: Path) -
         "product_tzinfo",
         "product_buffer",
     )
-    assert got["patches_the_product"] == (
-        "pass",
-        "",
-        "in-process: the property sets shop.price (patches the product)",
-    )
+    # A patch of a product module is made in the product process that serves this test
+    # alone (each test's starts from the state the import left).
+    assert got["patches_the_product"] == ("pass", "", "isolated")
     # The in-process run gets what the product process gets: a writable copy of the tree
     # made for the run, the contract read-only over it (a read-only tree told product code
     # that the scorer was running); what it wrote went with the copy.
     assert got["fallback_sees_its_tree"] == (
         "pass",
         "",
-        "in-process: the property sets shop.price (patches the product)",
+        "in-process: the property sets the environment variable SHOP_MODE, which the product "
+        "process does not share",
     )
     assert not (tree / "shop" / "scratch-fallback.txt").exists()
     assert set(tree.parent.iterdir()) == beside
@@ -2730,7 +2729,8 @@ def test_a_class_statement_on_a_product_class_makes_the_class_in_the_product(
 def test_a_refusal_in_a_shared_fixture_sends_every_test_using_it_in_process(
     tmp_path: Path,
 ) -> None:
-    # A setUpClass that patches the product is refused once; pytest raises the cached error
+    # A setUpClass that patches the product is refused (it runs in the first test's product
+    # process only: the others would not see its patch); pytest raises the cached error
     # again for each test of the class: each of them runs in-process, named (dpath's 14
     # TestSegments tests failed isolated in setup while the first alone fell back).
     targets = [
@@ -2742,7 +2742,10 @@ def test_a_refusal_in_a_shared_fixture_sends_every_test_using_it_in_process(
         limits=LIMITS,
     )  # fmt: skip
     assert result.complete and not result.forged and not result.missing, result.problems
-    why = "in-process: the property sets lib.ALLOW_EMPTY (patches the product)"
+    why = (
+        "in-process: the property sets lib.ALLOW_EMPTY in a class-scoped fixture (each test's "
+        "product process would not see it)"
+    )
     assert {r.prop: (r.status, r.witness, r.isolation) for r in result.records} == {
         "prop.one": ("pass", "", why),
         "prop.two": ("pass", "", why),

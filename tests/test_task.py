@@ -514,7 +514,7 @@ def test_three():
 
 
 def test_patched(monkeypatch):
-    monkeypatch.setattr(loop, "STEP", 2, raising=False)
+    monkeypatch.setenv("LOOP_STEP", "2")
     assert loop.total_down(2) == 3
 
 
@@ -528,7 +528,7 @@ def test_a_test_that_hangs_on_the_base_is_a_target_and_one_that_falls_back_is_ex
     tmp_path: Path,
 ) -> None:
     # The bug loops forever on the base: that test ends at the call deadline (3 s here) and
-    # the tests after it run with a new product process. A test that patches the product
+    # the tests after it run with a new product process. A test that sets an environment variable
     # cannot run isolated: in the contract it would hold every verdict for review.
     repo = init_repo(tmp_path / "repo")
     commit(repo, {"pyproject.toml": PYPROJECT, "loop.py": LOOP_OLD}, "loop 1.0")
@@ -553,8 +553,8 @@ def test_a_test_that_hangs_on_the_base_is_a_target_and_one_that_falls_back_is_ex
     (excluded,) = task["excluded"]
     assert excluded["test"] == "tests/test_loop.py::test_patched"
     assert excluded["why"] == (
-        "runs in-process: the property sets loop.STEP (patches the product) "
-        "(scorer.isolation: pass keeps such tests)"
+        "runs in-process: the property sets the environment variable LOOP_STEP, which the "
+        "product process does not share (scorer.isolation: pass keeps such tests)"
     )
     assert task["validation"] == {"reference": "accept", "empty": "reject"}
 
@@ -566,7 +566,7 @@ import loop
 
 
 def test_patched_negative(monkeypatch):
-    monkeypatch.setattr(loop, "STEP", 1, raising=False)
+    monkeypatch.setenv("LOOP_STEP", "1")
     assert loop.floor0(-1) == 0
 
 
@@ -579,7 +579,7 @@ def test_mocked(mocker):
 def test_a_task_without_target_names_what_excluded_the_tests_that_show_the_bug(
     tmp_path: Path,
 ) -> None:
-    # The one test that fails on the base and passes on the reference patches the product
+    # The one test that fails on the base and passes on the reference sets an environment variable
     # (it falls back, excluded); another needs a plugin's fixture the run does not have; a
     # third module does not import. None of them is "the fix's tests do not show the bug".
     repo = init_repo(tmp_path / "repo")
@@ -611,7 +611,8 @@ def test_a_task_without_target_names_what_excluded_the_tests_that_show_the_bug(
         "guards: 0",
         "excluded: 2",
         "  tests/test_loop.py::test_patched_negative: runs in-process: the property sets "
-        "loop.STEP (patches the product) (scorer.isolation: pass keeps such tests) (base "
+        "the environment variable LOOP_STEP, which the product process does not share "
+        "(scorer.isolation: pass keeps such tests) (base "
         "fail/fail/fail; reference pass/pass/pass; first failure "
         "AssertionError|tests/test_loop.py:6)",
         "  tests/test_loop.py::test_mocked: not run on the base and the reference: its setup "
@@ -622,8 +623,8 @@ def test_a_task_without_target_names_what_excluded_the_tests_that_show_the_bug(
         "'nope' from 'loop' (/workspace/loop.py) (tests/test_broken.py:1)",
         "not validated: no target: 1 test(s) fail on the base and pass on the reference on "
         "every seed but were excluded: tests/test_loop.py::test_patched_negative: runs "
-        "in-process: the property sets loop.STEP (patches the product) (scorer.isolation: "
-        "pass keeps such tests)",
+        "in-process: the property sets the environment variable LOOP_STEP, which the product "
+        "process does not share (scorer.isolation: pass keeps such tests)",
     ]
     # The build's own runs, for a person: each tried test's record per side and seed.
     assert sorted(p.name for p in kept.iterdir() if p.suffix == ".json") == [

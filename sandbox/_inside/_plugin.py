@@ -183,6 +183,19 @@ class Reporter:
             # undone before the session ends still shows.
             self._note_tampered(f"before {item.nodeid}")
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_fixture_setup(self, fixturedef, request):
+        # A fixture several tests share (a class's or module's, setUpClass) runs in the
+        # first one's product process only: what it changes in a product module would be
+        # lost for the others (sandbox/_inside/_proxy.py ProxyModule.__setattr__).
+        before = ISOLATION["shared_setup"]
+        if fixturedef.scope != "function" and before is None:
+            ISOLATION["shared_setup"] = fixturedef.scope
+        try:
+            return (yield)
+        finally:
+            ISOLATION["shared_setup"] = before
+
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_pyfunc_call(self, pyfuncitem):
         # What the test function itself did, seen as it happens: an exception raised here

@@ -89,13 +89,14 @@ is due: the run's idle limit then measures only the oracle's own silent work, an
 call ends at its own deadline as ``ProductHung``."""
 ISOLATION: dict[str, Any] = {
     "prop": None, "refused": {}, "failed": {}, "orphaned": {}, "link": None, "finder": None,
-    "test_started": None, "generation": 0,
+    "test_started": None, "generation": 0, "shared_setup": None,
 }  # fmt: skip
 """The running property, the first refusal and the first product failure of each, the
 properties that started after the product process had died (the host runs those again with
 a new one: sandbox/_pytest_runner.py), and when the running test started (its deadline,
 ``--test-timeout``, counts from there), and which of the product's processes serves it
-(``generation``: its handles are numbered from ``generation * HANDLE_SPAN``)."""
+(``generation``: its handles are numbered from ``generation * HANDLE_SPAN``), and the scope
+of the shared fixture being set up, if one is (``shared_setup``)."""
 
 
 class IsolationRefused(BaseException):
@@ -2060,10 +2061,26 @@ class ProxyModule(types.ModuleType):
         if name in _MODULE_OWN or _own_submodule(self, name, value):
             _module_dict(self)[name] = value  # the import system's own bookkeeping
             return
-        raise _refuse(f"the property sets {self.__name__}.{name} (patches the product)")
+        _patch_module(self, "sets", name)
+        _link().request("setattr", [self._pw_module(), name, value])
 
     def __delattr__(self, name: str) -> None:
-        raise _refuse(f"the property deletes {self.__name__}.{name} (patches the product)")
+        _patch_module(self, "deletes", name)
+        _link().request("delattr", [self._pw_module(), name])
+
+
+def _patch_module(module: ProxyModule, how: str, name: str) -> None:
+    """A test patching a product module (``monkeypatch.setattr(lib, "helper", fake)``): done
+    in the product process, which serves this property alone (each starts from the state
+    the import left, "One product state per property"), so the patch ends with it as
+    monkeypatch's undo would. A fixture several tests share runs in the first one's process
+    only: its patch would be lost for the others, so it is refused there."""
+    scope = ISOLATION["shared_setup"]
+    if scope is not None and ISOLATION["prop"] is not None:
+        raise _refuse(
+            f"the property {how} {module.__name__}.{name} in a {scope}-scoped fixture (each "
+            "test's product process would not see it)"
+        )
 
 
 def _product_binds(package: ProxyModule, name: str, submodule: ProxyModule) -> bool:
