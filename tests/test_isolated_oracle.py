@@ -816,6 +816,12 @@ INTROSPECTION = textwrap.dedent(
         runner = doctest.DocTestRunner()
         runner.run(found[0])
         assert (runner.failures, runner.tries) == (0, 1)
+        assert inspect.isclass(shapes.Box) and isinstance(shapes.Box, type)
+        tests = [t for t in doctest.DocTestFinder().find(shapes) if t.examples]
+        assert sorted(t.name for t in tests) == ["lib.shapes.Box", "lib.shapes.double"]
+        for test in tests:
+            runner.run(test)
+        assert (runner.failures, runner.tries) == (0, 3)
 
     def test_writes_through_vars():
         vars(lib)["area"] = None
@@ -835,7 +841,9 @@ def introspection_tree(root: Path, *, documented: bool) -> Path:
     (root / "lib" / "sub.py").write_text("def one():\n    return 1\n")
     (root / "lib" / "shapes.py").write_text(
         'async def fetch():\n    return 1\n\n\ndef double(x):\n    """Twice x.\n\n'
-        '    >>> double(2)\n    4\n    """\n    return 2 * x\n'
+        '    >>> double(2)\n    4\n    """\n    return 2 * x\n\n\nclass Box:\n'
+        '    """A box.\n\n    >>> Box(2).size\n    2\n    """\n\n'
+        "    def __init__(self, size):\n        self.size = size\n"
     )
     (root / "tests" / "test_docs.py").write_text(INTROSPECTION)
     return root

@@ -668,7 +668,7 @@ def standard_class_name(obj: Any) -> tuple[str, str] | None:
     own interpreter: the same class there, so ``croniter(..., ret_type=datetime)`` works and
     a product that returns ``datetime`` gives the oracle's own. None: not one (a class of
     the test's, the product's, a third party's)."""
-    if not isinstance(obj, type) or "__pw_handle__" in obj.__dict__:
+    if not issubclass(type(obj), type) or "__pw_handle__" in obj.__dict__:
         return None  # one of the product's classes, as the oracle has it
     module, qualname = str(obj.__module__), str(obj.__qualname__)
     if module == "builtins":
@@ -754,7 +754,7 @@ picks one of these, never a class of anyone's choosing)."""
 _TYPING_FORMS = tuple(
     {type(v) for k, v in vars(typing).items() if k[:1] != "_" and type(v).__module__ == "typing"}
     - {typing.TypeVar, typing.ParamSpec, typing.NewType}
-    - {type(v) for v in vars(typing).values() if isinstance(v, type)}
+    - {type(v) for v in vars(typing).values() if issubclass(type(v), type)}
 )
 """The types of ``typing``'s own module-level objects that are not classes (``Union``,
 ``Optional``, ``List``, ``Callable``, ``Literal``: special forms and special aliases)."""
@@ -857,7 +857,7 @@ def rebuilt_parts(obj: Any, other: Callable[[object], Any]) -> list[Any] | None:
 
 def _value_class(cls: Any) -> bool:
     """A built-in or standard-library class: the same class on both sides."""
-    if not isinstance(cls, type):
+    if not issubclass(type(cls), type):
         return False
     return cls.__module__ == "builtins" or standard_class_name(cls) is not None
 
@@ -879,7 +879,7 @@ def rebuild(
                 return found
         if kind == "gat" and len(parts) == 2:
             origin, args = decode(parts[0], other), decode(parts[1], other)
-            if isinstance(origin, type) and type(args) is tuple:
+            if issubclass(type(origin), type) and type(args) is tuple:
                 return types.GenericAlias(origin, args)
         if kind == "ut" and len(parts) == 1:
             args = decode(parts[0], other)
