@@ -1147,6 +1147,14 @@ FAITHFUL = textwrap.dedent(
             return lambda: (self.name, self.func(instance))
 
 
+    def keyed(self=None, other=None):  # a parameter named self (cachetools' key(self=...))
+        return (self, other)
+
+
+    def call_with_self(f):
+        return f(self=1)
+
+
     def mark(func):  # a private mark that a metaclass reads (parsimonious' @rule)
         func._mark = "marked"
         return func
@@ -2431,6 +2439,8 @@ class Visiting(lib.Visitor):  # the product's metaclass reads what its decorator
 
 
 def test_names_and_marks():
+    assert lib.keyed(self=1, other=2) == (1, 2)  # a keyword named self, either way
+    assert lib.call_with_self(lambda self: self + 1) == 2
     assert Holder().value() == ("value", 7)
     assert Visiting.marks == ["visit_a"] and Visiting().visit_a() == "a"
 
