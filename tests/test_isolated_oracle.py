@@ -1147,6 +1147,11 @@ FAITHFUL = textwrap.dedent(
             return lambda: (self.name, self.func(instance))
 
 
+    def remember(holder, key, value):  # writes into a container of the test's object
+        holder.store[key] = value
+        return len(holder.store)
+
+
     def keyed(self=None, other=None):  # a parameter named self (cachetools' key(self=...))
         return (self, other)
 
@@ -2438,6 +2443,18 @@ class Visiting(lib.Visitor):  # the product's metaclass reads what its decorator
         return "b"
 
 
+class Store:
+    def __init__(self):
+        self.store = {}
+
+
+def test_a_test_objects_container():  # cachetools' cachedmethod(lambda self: self.cache)
+    holder = Store()
+    assert lib.remember(holder, "a", 1) == 1 and holder.store == {"a": 1}
+    holder.store.clear()  # the test's change, seen there at the next call
+    assert lib.remember(holder, "b", 2) == 1 and holder.store == {"b": 2}
+
+
 def test_names_and_marks():
     assert lib.keyed(self=1, other=2) == (1, 2)  # a keyword named self, either way
     assert lib.call_with_self(lambda self: self + 1) == 2
@@ -2727,7 +2744,10 @@ def test_a_class_statement_on_a_product_class_makes_the_class_in_the_product(
     that object in the oracle. A product descriptor in a test's class is named by it
     (``__set_name__``), and a private mark a product decorator sets on a test's method is
     seen by the product's metaclass."""
-    names = ("mine", "again", "builtin_subclass", "names_and_marks", "super")
+    names = (
+        "mine", "again", "builtin_subclass", "names_and_marks", "a_test_objects_container",
+        "super",
+    )  # fmt: skip
     targets = [PropertyTarget(f"prop.{n}", f"tests/test_subclassing.py::test_{n}") for n in names]
     result = run_properties(
         faithful_tree(tmp_path), targets, 11, SandboxConfig(), contract_paths=["tests"],
@@ -2740,6 +2760,7 @@ def test_a_class_statement_on_a_product_class_makes_the_class_in_the_product(
         "prop.again": ("pass", "", "isolated"),
         "prop.builtin_subclass": ("pass", "", "isolated"),
         "prop.names_and_marks": ("pass", "", "isolated"),
+        "prop.a_test_objects_container": ("pass", "", "isolated"),
         "prop.super": ("pass", "", "isolated"),
     }
 

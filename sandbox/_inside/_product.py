@@ -748,6 +748,9 @@ def _callback(op: str, target: Any, args: list[Any], kwargs: dict[str, Any]) -> 
     }
     if kwargs:
         message["kwargs"] = encode(kwargs, _out)
+    sync = LIVE.changes(_out)  # what product code changed in held containers, before the
+    if sync:  # test's code runs (it may read them)
+        message["sync"] = sync
     _write(dumps(message))
     while True:
         try:
@@ -757,8 +760,16 @@ def _callback(op: str, target: Any, args: list[Any], kwargs: dict[str, Any]) -> 
         if "op" not in reply:
             break
         _write(_answer(reply))  # the oracle, inside the callback, calls the product
+    try:
+        LIVE.apply(reply.get("sync"), _in)  # what the test's code changed meanwhile
+    except WireError:
+        os._exit(CALLBACK_EXIT_STATUS)
     if "ok" in reply:
-        return decode(reply["ok"], _in)
+        value = decode(reply["ok"], _in)
+        live = reply.get("live")
+        if type(live) is int and live < 0 and type(value) in MUTABLE:
+            value = LIVE.keep(live, value)  # a test's container, kept in step with it
+        return value
     raise _oracle_exception(reply.get("raise"))
 
 

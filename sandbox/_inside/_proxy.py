@@ -298,6 +298,10 @@ class _Link:
             answer = _serve_callback(self, reply)
             if self.dead is not None:  # the product failed inside the callback
                 raise _fail(*self.dead)
+            with contextlib.suppress(BaseException):  # a refusal is recorded where it is made
+                sync = _LIVE.changes(_send)  # what the test's code changed in held ones
+                if sync:
+                    answer["sync"] = sync
             self._write(dumps(answer))
 
     def _line(self, deadline: float) -> bytes:
@@ -1623,6 +1627,7 @@ def _serve_callback(link: _Link, message: dict[str, Any]) -> dict[str, Any]:
     if type(number) is not int or number not in _GIVEN:
         raise WireError("a callback on no handle the oracle gave out")
     obj = _GIVEN[number]
+    _LIVE.apply(message.get("sync"), _receive)  # what product code changed before asking
     args = decode(message.get("args", ["l", []]), _receive)
     kwargs = decode(message.get("kwargs", ["d", []]), _receive)
     names = type(kwargs) is dict and all(type(k) is str for k in kwargs)
@@ -1653,12 +1658,12 @@ def _serve_callback(link: _Link, message: dict[str, Any]) -> dict[str, Any]:
             if name in _INTERNALS:
                 return _overreach(link, obj, name[:80] or "?")
             if _own_attribute(obj, name):
-                return {"ok": encode(vars(obj)[name], _send)}
+                return _attribute_answer(vars(obj)[name])
             if name[:2] == "__" or (isinstance(obj, _OPAQUE) and not hasattr(obj, name)):
                 raise AttributeError(name)  # a probe, answered as the object would
             if isinstance(obj, _OPAQUE):
                 return _overreach(link, obj, name[:80])
-            return {"ok": encode(getattr(obj, name), _send)}
+            return _attribute_answer(getattr(obj, name))
         if op == "setattr":
             # A decorator of the product's marking what it is handed (parse's with_pattern
             # sets func.pattern): a plain attribute of a function or an instance, no more.
@@ -1686,6 +1691,20 @@ def _serve_callback(link: _Link, message: dict[str, Any]) -> dict[str, Any]:
         raise
     except BaseException as exc:
         return {"raise": _crossing(link, exc)}
+
+
+def _attribute_answer(value: Any) -> dict[str, Any]:
+    """The product reads an attribute of a test's object: a container of plain data
+    (cachetools' ``cachedmethod(lambda self: self.cache)`` with a test's ``dict``) is kept in
+    step both ways, as a product attribute the test reads is, under a number of the
+    oracle's (negative: never a product handle), so what product code puts in it is in the
+    test's dict."""
+    answer: dict[str, Any] = {"ok": encode(value, _send)}
+    if type(value) in MUTABLE and is_plain(value):
+        number = -_give(value)[1]
+        answer["live"] = number
+        _LIVE.keep(number, value)
+    return answer
 
 
 def _crossing(link: _Link, exc: BaseException, depth: int = 0) -> dict[str, Any]:
