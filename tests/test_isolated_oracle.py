@@ -2341,9 +2341,22 @@ FAITHFUL_TESTS = textwrap.dedent(
 )
 
 
-CLASS_FIXTURE_TESTS = """import unittest
+CLASS_FIXTURE_TESTS = """import inspect
+import unittest
 
 import lib
+
+
+class TestWithSignature(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):  # what cannot cross: refused once, for every test of the class
+        cls.params = list(inspect.signature(lib.empty_allowed).parameters)
+
+    def test_one(self):
+        assert self.params == []
+
+    def test_two(self):
+        assert self.params == []
 
 
 class TestWithOptions(unittest.TestCase):  # dpath's TestSegments
@@ -2360,6 +2373,10 @@ class TestWithOptions(unittest.TestCase):  # dpath's TestSegments
 
     def test_two(self):
         assert lib.empty_allowed() is True
+
+
+def test_after():  # after the class's teardown set it back
+    assert lib.empty_allowed() is False
 """
 SUBCLASSING_TESTS = """import pickle
 
@@ -2765,15 +2782,37 @@ def test_a_class_statement_on_a_product_class_makes_the_class_in_the_product(
     }
 
 
+def test_a_patch_a_shared_fixture_makes_is_made_in_every_test_that_shares_it(
+    tmp_path: Path,
+) -> None:
+    # A setUpClass that patches the product runs in the first test's product process only:
+    # the patch is made again in each later test's, until the class's teardown sets the
+    # attribute back (dpath's 14 TestSegments tests: they failed isolated in setup, then
+    # fell back, now run isolated).
+    targets = [
+        PropertyTarget(f"prop.{n}", f"tests/test_class_fixture.py::TestWithOptions::test_{n}")
+        for n in ("one", "two")
+    ] + [PropertyTarget("prop.after", "tests/test_class_fixture.py::test_after")]
+    result = run_properties(
+        faithful_tree(tmp_path), targets, 11, SandboxConfig(), contract_paths=["tests"],
+        limits=LIMITS,
+    )  # fmt: skip
+    assert result.complete and not result.forged and not result.missing, result.problems
+    assert {r.prop: (r.status, r.witness, r.isolation) for r in result.records} == {
+        "prop.one": ("pass", "", "isolated"),
+        "prop.two": ("pass", "", "isolated"),
+        "prop.after": ("pass", "", "isolated"),
+    }
+
+
 def test_a_refusal_in_a_shared_fixture_sends_every_test_using_it_in_process(
     tmp_path: Path,
 ) -> None:
-    # A setUpClass that patches the product is refused (it runs in the first test's product
-    # process only: the others would not see its patch); pytest raises the cached error
-    # again for each test of the class: each of them runs in-process, named (dpath's 14
-    # TestSegments tests failed isolated in setup while the first alone fell back).
+    # A setUpClass that asks what cannot cross is refused once; pytest raises the cached
+    # error again for each test of the class: each of them runs in-process, named (dpath's
+    # 14 TestSegments tests failed isolated in setup while the first alone fell back).
     targets = [
-        PropertyTarget(f"prop.{n}", f"tests/test_class_fixture.py::TestWithOptions::test_{n}")
+        PropertyTarget(f"prop.{n}", f"tests/test_class_fixture.py::TestWithSignature::test_{n}")
         for n in ("one", "two")
     ]
     result = run_properties(
@@ -2781,10 +2820,7 @@ def test_a_refusal_in_a_shared_fixture_sends_every_test_using_it_in_process(
         limits=LIMITS,
     )  # fmt: skip
     assert result.complete and not result.forged and not result.missing, result.problems
-    why = (
-        "in-process: the property sets lib.ALLOW_EMPTY in a class-scoped fixture (each test's "
-        "product process would not see it)"
-    )
+    why = "in-process: the property introspects product function lib.empty_allowed (__signature__)"
     assert {r.prop: (r.status, r.witness, r.isolation) for r in result.records} == {
         "prop.one": ("pass", "", why),
         "prop.two": ("pass", "", why),

@@ -1155,6 +1155,14 @@ def next_property(link: _Link) -> None:
     _LIVE.held.clear()
     if type(generation) is int and generation >= 0:
         ISOLATION["generation"] = generation
+    for (_, name), (module, value) in list(_SHARED_PATCHES.items()):
+        # A fixture several tests share patched a product module while the first of them
+        # ran: made again in each later one's process, until a later set of the same
+        # attribute (its teardown) replaces it.
+        if value is _DELETED:
+            link.request("delattr", [module._pw_module(), name])
+        else:
+            link.request("setattr", [module._pw_module(), name, value])
 
 
 def _live_number(number: int) -> bool:
@@ -2085,26 +2093,32 @@ class ProxyModule(types.ModuleType):
         if name in _MODULE_OWN or _own_submodule(self, name, value):
             _module_dict(self)[name] = value  # the import system's own bookkeeping
             return
-        _patch_module(self, "sets", name)
+        _patch_module(self, name, value)
         _link().request("setattr", [self._pw_module(), name, value])
 
     def __delattr__(self, name: str) -> None:
-        _patch_module(self, "deletes", name)
+        _patch_module(self, name, _DELETED)
         _link().request("delattr", [self._pw_module(), name])
 
 
-def _patch_module(module: ProxyModule, how: str, name: str) -> None:
+_DELETED = object()
+_SHARED_PATCHES: dict[tuple[str, str], tuple[ProxyModule, Any]] = {}
+"""The patches of product modules a fixture several tests share made (``next_property``)."""
+
+
+def _patch_module(module: ProxyModule, name: str, value: Any) -> None:
     """A test patching a product module (``monkeypatch.setattr(lib, "helper", fake)``): done
     in the product process, which serves this property alone (each starts from the state
     the import left, "One product state per property"), so the patch ends with it as
-    monkeypatch's undo would. A fixture several tests share runs in the first one's process
-    only: its patch would be lost for the others, so it is refused there."""
-    scope = ISOLATION["shared_setup"]
-    if scope is not None and ISOLATION["prop"] is not None:
-        raise _refuse(
-            f"the property {how} {module.__name__}.{name} in a {scope}-scoped fixture (each "
-            "test's product process would not see it)"
-        )
+    monkeypatch's undo would. A fixture several tests share (``setUpClass``, a class- or
+    module-scoped fixture) runs in the first one's process only: its patch is kept and
+    made again in each later test's process, until a later set of the same attribute
+    outside such a fixture (its teardown) replaces it."""
+    key = (module.__name__, name)
+    if ISOLATION["shared_setup"] is not None and ISOLATION["prop"] is not None:
+        _SHARED_PATCHES[key] = (module, value)
+    else:
+        _SHARED_PATCHES.pop(key, None)
 
 
 def _product_binds(package: ProxyModule, name: str, submodule: ProxyModule) -> bool:
