@@ -1147,6 +1147,20 @@ FAITHFUL = textwrap.dedent(
             return lambda: (self.name, self.func(instance))
 
 
+    def matcher(func):  # glom's Regex: compares the function with its own re.match
+        import re
+
+        return func is re.match
+
+
+    class Star:  # glom's T: any attribute, dunder-named ones too
+        def __getattr__(self, name):
+            return "got " + name
+
+
+    STAR = Star()
+
+
     def remember(holder, key, value):  # writes into a container of the test's object
         holder.store[key] = value
         return len(holder.store)
@@ -2473,6 +2487,10 @@ def test_a_test_objects_container():  # cachetools' cachedmethod(lambda self: se
 
 
 def test_names_and_marks():
+    import re
+
+    assert lib.matcher(re.match) is True  # a standard-library function: the product's own
+    assert lib.STAR.__star__ == "got __star__" and lib.STAR.plain == "got plain"
     assert lib.keyed(self=1, other=2) == (1, 2)  # a keyword named self, either way
     assert lib.call_with_self(lambda self: self + 1) == 2
     assert Holder().value() == ("value", 7)

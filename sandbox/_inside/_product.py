@@ -284,10 +284,10 @@ def _in(tagged: list[Any]) -> Any:
         except ImportError:
             raise WireError(f"no module {tagged[1][:80]} here") from None
     if tag == "sf" and len(tagged) == 3 and type(tagged[1]) is str and type(tagged[2]) is str:
-        # A C function of a standard-library module the test handed over: this process's own.
+        # A function of a standard-library module the test handed over: this process's own.
         module = _in(["sm", tagged[1]])
         found = getattr(module, tagged[2], None)
-        if type(found) is not types.BuiltinFunctionType:
+        if type(found) not in (types.BuiltinFunctionType, types.FunctionType):
             raise WireError(f"no function {tagged[1][:80]}.{tagged[2][:80]} here")
         return found
     if tag == "oxe" and len(tagged) == 4 and type(tagged[1]) is list and type(tagged[3]) is int:
@@ -774,12 +774,18 @@ def _callback(op: str, target: Any, args: list[Any], kwargs: dict[str, Any]) -> 
 
 
 def _own_dunder(obj: Any, name: Any) -> Any:
-    """A dunder name set on the object itself (in its ``__dict__``), as the oracle asks for
-    one its proxy does not have; any other is ``AttributeError``, as before."""
-    own = getattr(obj, "__dict__", None)
-    if type(name) is not str or type(own) is not dict or name not in own:
+    """A dunder name the oracle's proxy does not have: one set on the object itself (in its
+    ``__dict__``), or one its class's ``__getattr__`` answers (glom's ``T.__star__``) when
+    the class has no attribute of that name; any other is ``AttributeError``, as before."""
+    if type(name) is not str:
         raise AttributeError(name)
-    return own[name]
+    own = getattr(obj, "__dict__", None)
+    if type(own) is dict and name in own:
+        return own[name]
+    hook = getattr(type(obj), "__getattr__", None)
+    if hook is not None and not isinstance(obj, type) and not hasattr(type(obj), name):
+        return hook(obj, name)
+    raise AttributeError(name)
 
 
 def _globals_of(function: Any) -> str | None:

@@ -1127,6 +1127,10 @@ def _tagged(obj: Any) -> Any:
             # A C function of the standard library (operator.add handed to funcy's curry):
             # the product's own there, whose signature inspect can read.
             return ["sf", owner.__name__, name]
+    if kind is types.FunctionType and _standard_function(obj):
+        # A Python function of the standard library (re.match handed to glom's Regex, which
+        # compares it with its own re.match): the product's own there, as in one process.
+        return ["sf", obj.__module__, obj.__name__]
     if isinstance(obj, _NOT_GIVEN):
         what = "class" if issubclass(type(obj), type) else kind.__name__
         label = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or ""
@@ -2251,6 +2255,23 @@ class ProductFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         own["__doc__"] = facts.get("doc") if type(facts.get("doc")) is str else None
         if type(facts.get("file")) is str:
             own["__file__"] = facts["file"]
+
+
+_STDLIB = os.path.dirname(os.__file__) + os.sep
+
+
+def _standard_function(function: types.FunctionType) -> bool:
+    """A function of a standard-library module, as that module has it under its name, whose
+    code is the standard library's own (not a test's function put there by a patch)."""
+    module = sys.modules.get(str(function.__module__))
+    name = function.__name__
+    return (
+        module is not None
+        and _standard_module(module)
+        and getattr(module, name, None) is function
+        and function.__code__.co_filename.startswith(_STDLIB)
+        and "site-packages" not in function.__code__.co_filename
+    )
 
 
 def _standard_module(module: Any) -> bool:
