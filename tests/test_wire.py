@@ -18,7 +18,7 @@ from collections import Counter, OrderedDict, defaultdict, deque
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from patchwarden.sandbox._inside._wire import (
@@ -346,6 +346,24 @@ def test_one_object_met_twice_in_a_call_crosses_once_and_comes_back_as_itself() 
     assert reply[1][0] == ["r", 1] and reply[1][1][0] == "r"
     back = decode(json.loads(json.dumps(reply)), unknown, memo=sent)
     assert back[0] is xs and back[1] is d["k"] and back[2] == [0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.recursive(
+        st.integers() | st.floats() | st.booleans() | st.binary() | st.text() | st.none(),
+        lambda children: st.lists(children)
+        | st.tuples(children)
+        | st.dictionaries(st.binary() | st.text(), children),
+        max_leaves=30,
+    )
+)
+def test_any_nesting_of_plain_values_crosses_with_a_memo(value: object) -> None:
+    # dpath's Hypothesis nodes: {b"": b""} holds one object as key and value; the decoder
+    # read the value (a reference to the key) before the key was numbered.
+    data = json.loads(json.dumps(encode([value, {b"": b""}], refuse, memo=Memo())))
+    got = decode(data, unknown, memo=Memo())
+    assert repr(got) == repr([value, {b"": b""}])
 
 
 def test_a_list_that_holds_itself_crosses_with_a_memo() -> None:

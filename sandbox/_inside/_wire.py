@@ -579,7 +579,11 @@ def _container(
     else:
         for pair in items:
             key, value = _items(pair)
-            made[decode(key, other, down, memo)] = decode(value, other, down, memo)
+            # The key first, as the encoder numbered it: Python evaluates an assignment's
+            # value before its subscript, and {b"": b""} (one object for both) referred
+            # the value to a key not yet numbered (dpath's Hypothesis nodes).
+            decoded = decode(key, other, down, memo)
+            made[decoded] = decode(value, other, down, memo)
     return made
 
 
