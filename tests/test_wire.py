@@ -352,9 +352,11 @@ def test_one_object_met_twice_in_a_call_crosses_once_and_comes_back_as_itself() 
 @given(
     st.recursive(
         st.integers() | st.floats() | st.booleans() | st.binary() | st.text() | st.none(),
-        lambda children: st.lists(children)
-        | st.tuples(children)
-        | st.dictionaries(st.binary() | st.text(), children),
+        lambda children: (
+            st.lists(children)
+            | st.tuples(children)
+            | st.dictionaries(st.binary() | st.text(), children)
+        ),
         max_leaves=30,
     )
 )
