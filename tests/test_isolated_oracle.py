@@ -2783,21 +2783,8 @@ def test_a_class_statement_on_a_product_class_makes_the_class_in_the_product(
         "mine", "again", "builtin_subclass", "names_and_marks", "a_test_objects_container",
         "super",
     )  # fmt: skip
-    targets = [PropertyTarget(f"prop.{n}", f"tests/test_subclassing.py::test_{n}") for n in names]
-    result = run_properties(
-        faithful_tree(tmp_path), targets, 11, SandboxConfig(), contract_paths=["tests"],
-        limits=LIMITS,
-    )  # fmt: skip
-    assert result.complete and not result.forged and not result.missing, result.problems
-    got = {r.prop: (r.status, r.witness, r.isolation) for r in result.records}
-    assert got == {
-        "prop.mine": ("pass", "", "isolated"),
-        "prop.again": ("pass", "", "isolated"),
-        "prop.builtin_subclass": ("pass", "", "isolated"),
-        "prop.names_and_marks": ("pass", "", "isolated"),
-        "prop.a_test_objects_container": ("pass", "", "isolated"),
-        "prop.super": ("pass", "", "isolated"),
-    }
+    got = run_faithful(faithful_tree(tmp_path), *names, module="subclassing")
+    assert got == {name: ("pass", "", "isolated") for name in names}
 
 
 def test_a_patch_a_shared_fixture_makes_is_made_in_every_test_that_shares_it(
