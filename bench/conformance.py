@@ -293,6 +293,7 @@ def run_project(
         sources=(*declared.sources, "the conformance corpus's test_requires"),
         dropped=declared.dropped,
         project=declared.project,
+        version=declared.version,
     )
     started = time.monotonic()
     env = build_env(envs, declarations, project_packages=layout.packages)

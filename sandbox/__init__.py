@@ -19,7 +19,7 @@ from ._config import Limits, SandboxConfig, describe_validation_error, parse_san
 from ._ctest_runner import list_ctest_tests, run_agent_ctest
 from ._doctor import DoctorCheck, check_interpreter, check_sandbox, require_sandbox
 from ._entropy import HASH_SEED_RANGE, RunEntropy
-from ._env import BuiltEnv, Declarations, build_env, read_declarations
+from ._env import BuiltEnv, Declarations, build_env, own_metadata_name, read_declarations
 from ._errors import ConfigError, GitError, InputError, PatchwardenError, RunTimeout, SandboxError
 from ._git import (
     HOOKLESS,
@@ -145,6 +145,7 @@ __all__ = [
     "new_tree_parent",
     "open_repo",
     "open_worktree",
+    "own_metadata_name",
     "parent_of",
     "parse_python",
     "parse_sandbox_config",

@@ -64,6 +64,10 @@ class Declarations:
     """Lines left out, with why (the project itself, an editable path, a pip option)."""
     project: str | None = None
     """The project's own distribution name, if declared (never installed)."""
+    version: str | None = None
+    """The project's own version as the tree declares it (pyproject.toml ``[project]
+    version``, setup.cfg ``[metadata] version``, or a release's ``PKG-INFO``); None when it is
+    computed at build time and the tree does not say it."""
 
 
 @dataclass(frozen=True)
@@ -126,7 +130,25 @@ def read_declarations(
         sources=tuple(found.sources),
         dropped=tuple(found.dropped),
         project=found.project,
+        version=_declared_version(tree, project, setup_cfg) if found.project else None,
     )
+
+
+def _declared_version(tree: Path, project: dict[str, Any], setup_cfg: Any) -> str | None:
+    version = project.get("version")
+    if isinstance(version, str) and version.strip():
+        return version.strip()
+    if setup_cfg is not None and setup_cfg.has_option("metadata", "version"):
+        value = str(setup_cfg.get("metadata", "version")).strip()
+        if value and ":" not in value:  # ``attr:`` and ``file:`` are computed at build time
+            return value
+    pkg_info = _text(tree / "PKG-INFO")  # a release's sdist says what the build computed
+    for line in (pkg_info or "").splitlines():
+        if line.startswith("Version:"):
+            return line.removeprefix("Version:").strip() or None
+        if not line.strip():
+            break
+    return None
 
 
 class _Found:
@@ -310,13 +332,15 @@ def runner_requirements(declared: Sequence[str]) -> list[str]:
     return out
 
 
-def env_key(requirements: Sequence[str], python: str) -> str:
+def env_key(requirements: Sequence[str], python: str, *, own_metadata: str | None = None) -> str:
     """A short hash of everything that decides an env's contents."""
-    identity = {
+    identity: dict[str, Any] = {
         "format": ENV_FORMAT,
         "python": python_identity(python),
         "requirements": sorted(requirements),
     }
+    if own_metadata is not None:
+        identity["own_metadata"] = own_metadata
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
     return digest[:16]
 
@@ -336,7 +360,7 @@ def build_env(
     finished, else built (a broken earlier build is removed first)."""
     base = python or sys.executable
     requirements = [*declarations.requirements, *runner_requirements(declarations.requirements)]
-    key = env_key(requirements, base)
+    key = env_key(requirements, base, own_metadata=own_metadata_name(declarations))
     path = envs_dir / key
     interpreter = path / "bin" / "python"
     step = on_step or (lambda done, total, what: None)
@@ -354,12 +378,48 @@ def build_env(
             _pip(interpreter, ["install", "--no-input", *requirements])
             step(2, 3, "checking the env holds no copy of the project")
             removed = _remove_project_copies(interpreter, project_packages, declarations)
+            _write_own_metadata(interpreter, declarations)
             _write_marker(path, key, requirements, removed)
         except BaseException:
             shutil.rmtree(path, ignore_errors=True)
             raise
         step(3, 3, "built")
     return BuiltEnv(path, interpreter, key, False, tuple(requirements), tuple(removed))
+
+
+UNKNOWN_VERSION = "0+unknown"
+
+
+def own_metadata_name(declarations: Declarations) -> str | None:
+    """``name-version`` of the project's metadata-only distribution in its env, or None when
+    the project declares no name."""
+    if declarations.project is None:
+        return None
+    return f"{declarations.project}-{declarations.version or UNKNOWN_VERSION}"
+
+
+def _write_own_metadata(interpreter: Path, declarations: Declarations) -> None:
+    """The project's own distribution metadata, with no code: what ``pip install -e .`` gives
+    a developer's env, so ``importlib.metadata.version(name)`` answers as in the project's own
+    pytest (portion reads its ``__version__`` so). It lists no file and no top-level package
+    (the env still holds no copy of the project: its code comes from the tree), and it comes
+    from the base's declarations, never the patch's. A version the tree does not state (computed
+    at build time) is ``0+unknown``, and ``env build`` says so."""
+    if declarations.project is None:
+        return
+    out = _run(
+        [str(interpreter), "-I", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        "finding the env's site-packages",
+    )
+    version = declarations.version or UNKNOWN_VERSION
+    stem = f"{declarations.project.replace('-', '_')}-{version.replace('-', '_')}"
+    folder = Path(out.strip()) / f"{stem}.dist-info"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {declarations.project}\nVersion: {version}\n",
+        encoding="utf-8",
+    )
+    (folder / "INSTALLER").write_text("patchwarden (metadata only)\n", encoding="utf-8")
 
 
 @contextlib.contextmanager

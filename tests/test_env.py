@@ -14,7 +14,13 @@ import pytest
 
 from patchwarden import ConfigError, InputError
 from patchwarden.sandbox import build_env, read_declarations
-from patchwarden.sandbox._env import runner_requirements
+from patchwarden.sandbox._env import (
+    Declarations,
+    _write_own_metadata,
+    find_project_copies,
+    own_metadata_name,
+    runner_requirements,
+)
 from tests._git_repos import init_repo
 
 PYPROJECT = """\
@@ -93,6 +99,53 @@ def test_setup_cfg_and_requirements_files(tmp_path: Path) -> None:
         "--index-url https://x (requirements/base.txt:3): pip options are not passed on",
         "-e . (requirements/test.txt:2): paths and URLs are not installed",
     )
+
+
+@pytest.mark.parametrize(
+    ("files", "version"),
+    [
+        ({"pyproject.toml": PYPROJECT}, "1"),
+        ({"setup.cfg": SETUP_CFG.replace("name = other", "name = other\nversion = 2.5")}, "2.5"),
+        (
+            {
+                "pyproject.toml": '[project]\nname = "p"\ndynamic = ["version"]\n',
+                "PKG-INFO": "Metadata-Version: 2.4\nName: p\nVersion: 3.0.1\n\nVersion: 9\n",
+            },
+            "3.0.1",
+        ),
+        (
+            {"setup.cfg": SETUP_CFG.replace("name = other", "name = other\nversion = attr: o.v")},
+            None,
+        ),
+        ({"pyproject.toml": '[project]\nname = "p"\ndynamic = ["version"]\n'}, None),
+    ],
+)
+def test_the_declared_version_is_read_where_the_tree_states_it(
+    tmp_path: Path, files: dict[str, str], version: str | None
+) -> None:
+    assert read_declarations(_tree(tmp_path, files)).version == version
+
+
+@pytest.mark.parametrize(("declared", "expected"), [("2.6.3", "2.6.3"), (None, "0+unknown")])
+def test_the_env_holds_the_projects_metadata_and_no_code(
+    tmp_path: Path, declared: str | None, expected: str
+) -> None:
+    """What ``pip install -e .`` gives a developer: ``importlib.metadata.version`` of the
+    project answers (portion reads its ``__version__`` so), and the env still holds no copy of
+    its code (no file, no top-level package listed)."""
+    subprocess.run(["python3", "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
+    python = tmp_path / "venv" / "bin" / "python"
+    declarations = Declarations((), (), project="my-project", version=declared)
+    assert own_metadata_name(declarations) == f"my-project-{expected}"
+    _write_own_metadata(python, declarations)
+    probe = subprocess.run(
+        [str(python), "-I", "-c", "import importlib.metadata as m;"
+         "print(m.version('My_Project'), m.packages_distributions().get('my_project'))"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert probe.stdout.split() == [expected, "None"]
+    assert find_project_copies(python, ["my_project"]) == {}
+    assert own_metadata_name(Declarations((), ())) is None
 
 
 @pytest.mark.parametrize(

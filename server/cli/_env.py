@@ -10,6 +10,7 @@ import click
 from patchwarden.sandbox import (
     build_env,
     detect_layout,
+    own_metadata_name,
     plugin_args,
     pytest_entry_points,
     read_declarations,
@@ -77,6 +78,12 @@ def build_cmd(
         click.echo(f"left out: {printable(line)}")
     for distribution in built.removed:
         click.echo(f"removed: {distribution} (a dependency pulled in the project itself)")
+    own = own_metadata_name(declarations)
+    if own is not None:
+        unknown = "" if declarations.version else " (the tree does not state its version)"
+        click.echo(
+            f"own metadata: {printable(own)}, no code: the code comes from the tree{unknown}"
+        )
     loaded, _, left_out = plugin_args(pytest_entry_points(str(built.python)), layout.pytest)
     click.echo(f"pytest plugins the runs load: {printable(', '.join(loaded) or 'none')}")
     for line in left_out:
