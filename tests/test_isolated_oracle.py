@@ -1166,6 +1166,13 @@ FAITHFUL = textwrap.dedent(
         return len(holder.store)
 
 
+    def remember_through(getter, holder, key, value):  # the container a test's getter gives
+        store = getter(holder)
+        if key not in store:
+            store[key] = value
+        return store[key], len(store)
+
+
     def keyed(self=None, other=None):  # a parameter named self (cachetools' key(self=...))
         return (self, other)
 
@@ -2484,6 +2491,11 @@ def test_a_test_objects_container():  # cachetools' cachedmethod(lambda self: se
     assert lib.remember(holder, "a", 1) == 1 and holder.store == {"a": 1}
     holder.store.clear()  # the test's change, seen there at the next call
     assert lib.remember(holder, "b", 2) == 1 and holder.store == {"b": 2}
+    getter = lambda self: self.store  # noqa: E731  (cachetools: cachedmethod(lambda self: ...))
+    assert lib.remember_through(getter, holder, "c", 3) == (3, 2) and holder.store["c"] == 3
+    assert lib.remember_through(getter, holder, "c", 4) == (3, 2)  # found, as in one process
+    assert lib.remember_through(lambda self: {}, holder, "d", 5) == (5, 1)  # a new one: a copy
+    assert "d" not in holder.store
 
 
 def test_names_and_marks():

@@ -1698,11 +1698,21 @@ def _serve_callback(link: _Link, message: dict[str, Any]) -> dict[str, Any]:
             key = args[0] if args else None
             if type(key) is not str or key[:1] == "_":  # as a setattr: plain names only
                 return _overreach(link, obj._pw_of, f"{str(key)[:80]} (to set it)")
-        return {"ok": encode(_CALLBACKS[op](obj, *args, **kwargs), _send)}
+        result = _CALLBACKS[op](obj, *args, **kwargs)
+        if op in ("call", "getitem") and sys.getrefcount(result) > _RETURNED_ONLY:
+            # A container the test's code keeps and hands out (cachetools' cachedmethod
+            # calls ``lambda self: self.cache``): kept in step, as a read attribute is.
+            return _attribute_answer(result)
+        return {"ok": encode(result, _send)}
     except WireError:
         raise
     except BaseException as exc:
         return {"raise": _crossing(link, exc)}
+
+
+_RETURNED_ONLY = 2
+"""References a callback's result has when nothing of the test's keeps it: the serving
+function's name for it and ``sys.getrefcount``'s argument."""
 
 
 def _attribute_answer(value: Any) -> dict[str, Any]:
