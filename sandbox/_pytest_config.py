@@ -103,7 +103,8 @@ DROPPED: tuple[Dropped, ...] = (
                        "pytest-split"),
     ),
     Dropped(
-        "pytest-benchmark options: only change timing runs",
+        "pytest-benchmark options: only change timing runs (--benchmark-skip and "
+        "--benchmark-only, which skip tests, are kept)",
         options=("--benchmark-",),
     ),
     Dropped(
@@ -144,6 +145,10 @@ DROPPED: tuple[Dropped, ...] = (
 SELECTION_OPTIONS = ("-k", "-m", "--deselect", "--ignore", "--ignore-glob")
 """Options that choose which tests run: kept in the agent's runs (the project's default
 selection), dropped in the scorer's (the contract chooses)."""
+
+OUTCOME_OPTIONS = frozenset({"--benchmark-skip", "--benchmark-only"})
+"""Options of a dropped family that decide outcomes (pytest-benchmark's skip the tests that
+use, or do not use, its fixture: portion's addopts): kept in every run."""
 
 VALUED_KEPT = frozenset(
     {"-p", "-W", "--pythonwarnings", "-o", "--override-ini", "--hypothesis-profile",
@@ -329,6 +334,9 @@ def split_addopts(tokens: Sequence[str]) -> SplitAddopts:
         name, value, attached = _option_of(token)
         if name is None:  # a path or node id: the project's default selection
             selection.append(token)
+            continue
+        if name in OUTCOME_OPTIONS and value is None:
+            kept.append(token)
             continue
         family = by_option.get(name) or next(
             (f for f in DROPPED for o in f.options if o.endswith("-") and name.startswith(o)),

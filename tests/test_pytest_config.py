@@ -152,6 +152,17 @@ def test_addopts_keep_what_decides_outcomes_and_name_what_is_dropped() -> None:
     assert split.disabled == ("randomly",) and split.profile == "ci"
 
 
+def test_a_benchmark_option_that_skips_tests_is_kept() -> None:
+    # portion's addopts: --benchmark-skip skips the tests that use the benchmark fixture;
+    # dropped, the scorer ran and passed 11 tests its own pytest skipped (disagreements).
+    split = split_addopts(["--benchmark-skip", "--benchmark-min-rounds=5", "--benchmark-only"])
+    assert split.kept == ("--benchmark-skip", "--benchmark-only")
+    assert split.dropped == (
+        "--benchmark-min-rounds=5 (pytest-benchmark options: only change timing runs "
+        "(--benchmark-skip and --benchmark-only, which skip tests, are kept))",
+    )
+
+
 def test_an_option_of_pytests_own_keeps_its_value() -> None:
     # semver's addopts: "--doctest-report ndiff" lost its value to the default selection
     # (dropped in scorer runs), and every run ended in a usage error, every property missing.
@@ -221,7 +232,8 @@ def _env_cache() -> Path:
 
 @pytest.fixture(scope="module")
 def plugin_python() -> str:
-    built = build_env(_env_cache() / "envs", Declarations(requirements=PLUGINS, sources=()))
+    declarations = Declarations(requirements=PLUGINS, sources=(), project="shop", version="0")
+    built = build_env(_env_cache() / "envs", declarations)
     return str(built.python)
 
 
@@ -241,7 +253,8 @@ def test_env_build_says_which_plugins_the_runs_load(plugin_python: str, tmp_path
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0] == f"env: {Path(plugin_python).parent.parent} (up to date)"
-    assert lines[3:8] == [
+    assert lines[3:9] == [
+        "own metadata: shop-0, no code: the code comes from the tree",
         "pytest plugins the runs load: pytest_mock",
         "left out of the runs: plugin asyncio from pytest-asyncio (the project disables it "
         "(-p no:asyncio))",
