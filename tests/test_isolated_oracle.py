@@ -1173,6 +1173,45 @@ FAITHFUL = textwrap.dedent(
         return store[key], len(store)
 
 
+    class Plain:
+        pass
+
+
+    def age(when):  # humanize's naturaltime: the product's now, less a moment of the test's
+        import datetime
+
+        return (datetime.datetime.now() - when).total_seconds()
+
+
+    def today():
+        import datetime
+
+        return datetime.date.today(), datetime.datetime.now()
+
+
+    def memoize(store):  # cachetools' cached(cache): the wrapper keeps the test's dict
+        def get(key):
+            if key not in store:
+                store[key] = len(store)
+            return store[key]
+
+        return get
+
+
+    def popped():  # MutableMapping.popitem: a KeyError raised from None
+        try:
+            {}.popitem()
+        except KeyError:
+            raise KeyError("empty") from None
+
+
+    def chained():
+        try:
+            int("x")
+        except ValueError as exc:
+            raise LookupError("wrapped") from exc
+
+
     def keyed(self=None, other=None):  # a parameter named self (cachetools' key(self=...))
         return (self, other)
 
@@ -2498,6 +2537,24 @@ def test_a_test_objects_container():  # cachetools' cachedmethod(lambda self: se
     assert "d" not in holder.store
 
 
+def test_kept_classed_and_chained():
+    import pytest
+
+    thing = lib.Plain()  # its class is the product's: cachetools' repr tests read its name
+    assert thing.__class__ is lib.Plain and thing.__class__.__name__ == "Plain"
+    store = {}
+    get = lib.memoize(store)  # the product keeps the test's dict: kept in step, both ways
+    assert (get("a"), get("b"), get("a")) == (0, 1, 0) and store == {"a": 0, "b": 1}
+    store.clear()
+    assert get("b") == 0 and store == {"b": 0}
+    with pytest.raises(KeyError) as info:
+        lib.popped()
+    assert info.value.__suppress_context__ and info.value.__cause__ is None
+    with pytest.raises(LookupError) as info:
+        lib.chained()
+    assert type(info.value.__cause__) is ValueError and "'x'" in str(info.value.__cause__)
+
+
 def test_names_and_marks():
     import re
 
@@ -2559,6 +2616,37 @@ def test_broken():
 """
 
 
+CLOCK_TESTS = """import datetime
+import time
+
+from freezegun import freeze_time
+
+import lib
+
+
+@freeze_time("2020-01-02 03:04:05")
+def test_frozen():
+    assert lib.age(datetime.datetime(2020, 1, 2, 3, 4, 0)) == 5.0
+    day, now = lib.today()  # the product's frozen values, back here
+    assert day == datetime.date(2020, 1, 2) and now == datetime.datetime(2020, 1, 2, 3, 4, 5)
+    with freeze_time("2021-06-01", tz_offset=2):
+        assert lib.age(datetime.datetime(2021, 6, 1, 1, 0)) == 3600.0  # moved, with the zone
+
+
+def test_thawed():
+    assert lib.age(datetime.datetime(2020, 1, 1)) > 10**7
+
+
+def test_by_hand():  # a clock patched another way: the product's is its own
+    real = time.time
+    time.time = lambda: 0.0
+    try:
+        assert lib.age(datetime.datetime(2020, 1, 1)) > 10**7
+    finally:
+        time.time = real
+"""
+
+
 def faithful_tree(root: Path) -> Path:
     for sub in ("lib", "tests", "data"):
         (root / sub).mkdir(parents=True)
@@ -2573,6 +2661,7 @@ def faithful_tree(root: Path) -> Path:
     (root / "tests" / "test_subclassing.py").write_text(SUBCLASSING_TESTS)
     (root / "tests" / "test_super_at_the_top.py").write_text(SUPER_AT_THE_TOP_TESTS)
     (root / "tests" / "test_broken.py").write_text(BROKEN_TESTS)
+    (root / "tests" / "test_clock.py").write_text(CLOCK_TESTS)
     return root
 
 
@@ -2793,10 +2882,28 @@ def test_a_class_statement_on_a_product_class_makes_the_class_in_the_product(
     seen by the product's metaclass."""
     names = (
         "mine", "again", "builtin_subclass", "names_and_marks", "a_test_objects_container",
-        "super",
+        "super", "kept_classed_and_chained",
     )  # fmt: skip
     got = run_faithful(faithful_tree(tmp_path), *names, module="subclassing")
     assert got == {name: ("pass", "", "isolated") for name in names}
+
+
+def test_a_clock_the_test_froze_is_frozen_in_the_product_too(tmp_path: Path) -> None:
+    """freezegun's ``freeze_time`` in a test: the product process freezes its clock too, at
+    the same moment and offset, and thaws it with the test (humanize's 202 ``naturaltime``
+    tests failed isolated: the product read the real clock); the fake datetimes cross as
+    the values they are. A clock patched by hand is refused, named."""
+    got = run_faithful(faithful_tree(tmp_path), "frozen", "thawed", "by_hand", module="clock")
+    assert got == {
+        "frozen": ("pass", "", "isolated"),
+        "thawed": ("pass", "", "isolated"),
+        "by_hand": (
+            "pass",
+            "",
+            "in-process: the property patches the clock (time.time, datetime), which the "
+            "product process does not share",
+        ),
+    }
 
 
 def test_a_patch_a_shared_fixture_makes_is_made_in_every_test_that_shares_it(

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from ._wire import (
         CONTAINER_ABCS,
         HANDLE_SPAN,
+        MAPPINGS,
         MUTABLE,
         PRINTED_MAX_CHARS,
         REBUILT_TYPES,
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
         Live,
         Memo,
         WireError,
+        _Clock,
         changed_since,
         contents_of,
         decode,
@@ -227,7 +229,10 @@ def _out(obj: Any) -> Any:
     name = getattr(obj, "__name__", None) if isinstance(obj, type) else None
     if type(name) is str and getattr(builtins, name, None) is obj:
         return ["bt", name]  # int, str, list: the oracle's own (a class, never code)
-    handle = ["h", _handle(obj), type(obj).__qualname__, callable(obj), _kind(obj)]
+    kind = _kind(obj)
+    handle = ["h", _handle(obj), type(obj).__qualname__, callable(obj), kind]
+    if kind in ("", "descriptor", "data-descriptor"):
+        handle.append(_handle(type(obj)))  # its class, for ``x.__class__`` there
     member = standard_member(obj)
     if member is not None:
         return ["se", *member, handle]  # re.IGNORECASE: the oracle's own member
@@ -1095,6 +1100,42 @@ def _written_back(memo: Memo, kept: list[Any], sent: bool) -> list[Any]:
     return back
 
 
+def _retained(memo: Memo, kept: list[Any]) -> list[list[int]]:
+    """``[[n, handle], ...]`` of the containers the request brought by value that product code
+    still holds when it has been served (``cached(cache)`` with a test's dict keeps it in the
+    wrapper; ``obj.items = xs``): each is then kept in step with the test's own, both ways,
+    as an attribute the test reads is (``Live``), so a later call's write is in the test's
+    dict and the test's ``cache.clear()`` is seen there, as in one process.
+
+    Held means more references than the request's own: its entry in ``memo`` and in
+    ``kept``, this loop's name and ``getrefcount``'s argument, and one per container of the
+    request holding it (two for one in ``kept``: the container and its snapshot)."""
+    if len(kept) < 2:
+        return []
+    inside: dict[int, int] = {}
+    snapshots = {id(obj) for _n, obj, _before in kept[1:]}
+    for parent in memo.objects[: kept[0]]:
+        values = parent.values() if type(parent) in MAPPINGS else parent
+        if type(parent) not in MUTABLE and type(parent) is not tuple:
+            continue
+        weight = 2 if id(parent) in snapshots else 1
+        for value in values:
+            if type(value) in MUTABLE:
+                inside[id(value)] = inside.get(id(value), 0) + weight
+    out = []
+    for n, obj, _before in kept[1:]:
+        if sys.getrefcount(obj) > _REQUEST_OWN + inside.get(id(obj), 0) and is_plain(obj):
+            number = _handle(obj)
+            LIVE.keep(number, obj)
+            out.append([n, number])
+    return out
+
+
+_REQUEST_OWN = 4
+"""References a container the request brought has when product code holds none: ``memo``'s,
+the ``kept`` entry's, ``_retained``'s name and ``sys.getrefcount``'s argument."""
+
+
 def _warned(issued: warnings.WarningMessage) -> list[Any]:
     """One warning as data: its category (as an exception class crosses), text and place."""
     try:
@@ -1104,9 +1145,11 @@ def _warned(issued: warnings.WarningMessage) -> list[Any]:
     return [_class_of_exception(issued.category), text, str(issued.filename), int(issued.lineno)]
 
 
-def _raised(exc: BaseException, with_traceback: bool = True) -> dict[str, Any]:
-    """A product exception as data: its class, its args (when plain), its text and the
-    product-side traceback (none for one that crosses as a value)."""
+def _raised(exc: BaseException, with_traceback: bool = True, depth: int = 0) -> dict[str, Any]:
+    """A product exception as data: its class, its args (when plain), its text, the
+    product-side traceback (none for one that crosses as a value) and its chain
+    (``__cause__``, ``__context__``, ``__suppress_context__``: cachetools' tests read them),
+    four deep."""
     try:
         text = str(exc)
     except BaseException:
@@ -1123,16 +1166,21 @@ def _raised(exc: BaseException, with_traceback: bool = True) -> dict[str, Any]:
     if type(own) is dict and type(own.get("_pw_oracle")) is int:
         return {"raise": {"oracle": own["_pw_oracle"], "tb": tb}}
     args = encode(exc.args, _out) if is_plain(exc.args) else None
-    return {
-        "raise": {
-            "cls": _class_of_exception(type(exc)),
-            "args": args,
-            "str": text,
-            "repr": shown,
-            "tb": tb,
-            "h": _handle(exc),
-        }
+    raised = {
+        "cls": _class_of_exception(type(exc)),
+        "args": args,
+        "str": text,
+        "repr": shown,
+        "tb": tb,
+        "h": _handle(exc),
     }
+    if exc.__suppress_context__:
+        raised["suppress"] = True
+    for key in ("__cause__", "__context__"):
+        linked = getattr(exc, key, None)
+        if depth < 4 and isinstance(linked, BaseException) and linked is not exc:
+            raised[key.strip("_")] = _raised(linked, False, depth + 1)["raise"]
+    return {"raise": raised}
 
 
 def _write(data: bytes) -> None:
@@ -1231,11 +1279,41 @@ def _captured_text(stream: io.TextIOWrapper) -> str:
     return text
 
 
+CLOCK: dict[str, Any] = {"wanted": None, "freezer": None}
+
+
+def _set_clock(wanted: Any) -> None:
+    """The clock the test froze (freezegun's ``freeze_time``, sent with each request while
+    it is frozen there): frozen here too, with the same library, at the same time and
+    offset, so product code's ``datetime.now()`` is the test's (humanize's 202 tests of
+    ``naturaltime``); thawed at the first request without it. Each property's process
+    starts thawed (forked from the import's state)."""
+    if wanted == CLOCK["wanted"]:
+        return
+    if CLOCK["freezer"] is not None:
+        CLOCK["freezer"].stop()
+    CLOCK.update(wanted=None, freezer=None)
+    if wanted is None:
+        return
+    at, offset = wanted.get("at") if type(wanted) is dict else None, wanted.get("tz")
+    if type(at) is not str or type(offset) not in (int, float):
+        raise WireError("a clock that is not {at, tz}")
+    try:
+        moment = _Clock.datetime.fromisoformat(at)
+        import freezegun
+    except (ValueError, ImportError) as exc:
+        raise WireError(f"the clock cannot be frozen here: {type(exc).__name__}") from None
+    freezer = freezegun.freeze_time(moment, tz_offset=datetime.timedelta(seconds=offset))
+    freezer.start()
+    CLOCK.update(wanted=wanted, freezer=freezer)
+
+
 def _answer_captured(request: dict[str, Any], memo: Memo) -> dict[str, Any]:
     KEPT.append([])
     with warnings.catch_warnings(record=True) as issued:
         warnings.simplefilter("always")
         try:
+            _set_clock(request.get("clock"))
             LIVE.apply(request.get("sync"), _in)  # what the test changed in its copies
             reply = _serve(request, memo)
         except WireError as exc:
@@ -1247,6 +1325,9 @@ def _answer_captured(request: dict[str, Any], memo: Memo) -> dict[str, Any]:
                 back = _written_back(memo, KEPT[-1], "ok" in reply)
                 if back:
                     reply["back"] = back
+                retained = _retained(memo, KEPT[-1])
+                if retained:
+                    reply["kept"] = retained
                 sync = LIVE.changes(_out)  # what product code changed in the held ones
                 if sync:
                     reply["sync"] = sync

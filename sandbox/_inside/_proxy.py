@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._wire import (
+        CLOCK_LIBRARIES,
         HANDLE_SPAN,
         MAPPINGS,
         MUTABLE,
@@ -226,6 +227,9 @@ class _Link:
         sync = _LIVE.changes(_send)  # what the test changed in product containers it read
         if sync:
             message["sync"] = sync
+        clock = _frozen_clock()
+        if clock is not None:
+            message["clock"] = clock
         data = dumps(message)
         with self.lock:
             if self.dead is not None:
@@ -271,6 +275,7 @@ class _Link:
                 if op in _STEPS:
                     _remember(op, args, value)
                 _write_back(reply.get("back"), memo)
+                _kept_there(reply.get("kept"), memo)
                 _own_files(memo.paths[sent_paths:], "the product hands the property")
             except WireError as exc:
                 raise _fail(
@@ -421,6 +426,23 @@ def _write_back(back: Any, memo: Memo) -> None:
         replace_contents(target, contents)
 
 
+def _kept_there(kept: Any, memo: Memo) -> None:
+    """Containers the call sent by value that product code holds on to (``cached(cache)``
+    with the test's dict): the test's own is kept in step with the product's copy from now
+    on, both ways (``Live``)."""
+    if kept is None:
+        return
+    if type(kept) is not list:
+        raise WireError("kept arguments are not a list")
+    for item in kept:
+        if type(item) is not list or len(item) != 2 or not all(type(x) is int for x in item):
+            raise WireError("a kept argument is not [number, handle]")
+        target = memo.get(["r", item[0]])
+        if type(target) not in MUTABLE or item[1] <= 0:
+            raise WireError("a kept argument does not fit what was sent")
+        _LIVE.keep(item[1], target)
+
+
 # -- handles -------------------------------------------------------------------------------
 
 _LIVE = Live()
@@ -442,6 +464,9 @@ _SEEN_AS: dict[str, type] = {"function": types.FunctionType, "method": types.Met
 """What ``__class__`` says for a product function or bound method, so ``inspect.isfunction``
 and ``inspect.ismethod`` (and ``inspect.getmembers`` with them) answer as in-process; every
 other handle is a ``Handle``."""
+_CLASSED = frozenset({"", "descriptor", "data-descriptor"})
+_CLASS_OF: dict[int, int] = {}
+"""A plain product object's handle number -> its class's (sent with the handle)."""
 _BUILTIN_BASES = frozenset(
     {"dict", "list", "set", "frozenset", "tuple", "str", "bytes", "bytearray", "int", "float"}
 )  # fmt: skip
@@ -801,6 +826,12 @@ class Handle:
                     # looks for docstrings only in what isclass says is one: ordered-set's
                     # --doctest-modules); what only a real type can do still meets a handle.
                     return type
+                klass = _CLASS_OF.get(object.__getattribute__(self, "_pw_id"))
+                if klass is not None and kind in _CLASSED:
+                    # The product class, so ``x.__class__.__name__`` (cachetools' repr
+                    # tests) and ``x.__class__(...)`` answer as in one process; ``type(x)``
+                    # is still ``Handle``.
+                    return _handle(klass, "type", True, "class")
                 return _SEEN_AS.get(kind, Handle)
             if name == "__dict__":
                 return _namespace(self, object.__getattribute__(self, "_pw_type"))
@@ -1779,8 +1810,10 @@ def _crossed(link: _Link, exc: BaseException) -> dict[str, Any]:
 
 def _receive(tagged: list[Any]) -> Any:
     tag = tagged[0]
-    if tag == "h" and len(tagged) == 5 and type(tagged[1]) is int and type(tagged[4]) is str:
+    if tag == "h" and len(tagged) in (5, 6) and type(tagged[1]) is int and type(tagged[4]) is str:
         kind = tagged[4]
+        if len(tagged) == 6 and type(tagged[5]) is int and kind in _CLASSED:
+            _CLASS_OF[tagged[1]] = tagged[5]
         if kind.startswith("module:"):
             module = _proxy_module(tagged[1], kind.removeprefix("module:"))
             if module is not None:
@@ -2014,6 +2047,21 @@ def _bare(cls: type[BaseException], args: Any) -> BaseException:
     return BaseException.__new__(cls, *args)
 
 
+def _chained(raised: Any) -> BaseException | None:
+    """An exception of a product exception's chain, when it crosses (one that does not is
+    left out: only the exception raised fails the property)."""
+    if type(raised) is not dict:
+        return None
+    if "oracle" in raised:
+        own = _GIVEN.get(raised["oracle"]) if type(raised["oracle"]) is int else None
+        return own if isinstance(own, BaseException) else None
+    if type(raised.get("cls")) is not list or not raised["cls"]:
+        return None
+    if _exception_class(raised["cls"]) is None:
+        return None
+    return _exception(raised)
+
+
 def _exception(raised: Any) -> BaseException:
     """The exception to raise in the oracle for one the product raised."""
     if type(raised) is dict and "oracle" in raised:
@@ -2049,6 +2097,13 @@ def _exception(raised: Any) -> BaseException:
             vars(exc)["__pw_repr__"] = raised["repr"][:2000]
     if type(raised.get("h")) is int and hasattr(exc, "__dict__"):
         vars(exc)["__pw_exc__"] = raised["h"]  # raised back into the product: its own again
+    if raised.get("suppress") is True:
+        exc.__suppress_context__ = True
+    cause, context = (_chained(raised.get(key)) for key in ("cause", "context"))
+    if cause is not None:
+        exc.__cause__ = cause
+    if context is not None:
+        exc.__context__ = context
     tb = raised.get("tb")
     if type(tb) is str and tb:
         exc.add_note("raised in the product process:\n" + tb[-4000:])
@@ -2107,6 +2162,8 @@ class ProxyModule(types.ModuleType):
         if name in _MODULE_OWN or _own_submodule(self, name, value):
             _module_dict(self)[name] = value  # the import system's own bookkeeping
             return
+        if _by_clock_library():
+            return
         _patch_module(self, name, value)
         _link().request("setattr", [self._pw_module(), name, value])
 
@@ -2118,6 +2175,36 @@ class ProxyModule(types.ModuleType):
 _DELETED = object()
 _SHARED_PATCHES: dict[tuple[str, str], tuple[ProxyModule, Any]] = {}
 """The patches of product modules a fixture several tests share made (``next_property``)."""
+
+
+_REAL_CLOCK = (time.time, datetime.datetime)
+"""As imported (a tuple: a clock library swaps module attributes, never what a tuple holds)."""
+
+
+def _frozen_clock() -> dict[str, Any] | None:
+    """The clock a test froze with freezegun, for the product process to freeze too (its
+    ``_set_clock``): the frozen moment and the zone offset; None while the clock runs. A
+    clock patched another way (``time.time = ...``) is refused: the product's is its own."""
+    if time.time is _REAL_CLOCK[0] and datetime.datetime is _REAL_CLOCK[1]:
+        return None
+    api = sys.modules.get("freezegun.api")
+    factories = getattr(api, "freeze_factories", None)
+    offsets = getattr(api, "tz_offsets", None)
+    swapped = {getattr(time.time, "__module__", None), datetime.datetime.__module__}
+    if api is not None and not factories and swapped & CLOCK_LIBRARIES:
+        return None  # freezegun between freezes: starting, or putting the real ones back
+    if not factories or not offsets:
+        raise _refuse(f"the property patches the clock (time.time, datetime), {_UNSHARED}")
+    moment, offset = factories[-1](), offsets[-1]
+    return {"at": moment.isoformat(), "tz": offset.total_seconds()}
+
+
+def _by_clock_library() -> bool:
+    """Whether the setattr being made on a product module is a clock library's (freezegun
+    swapping ``datetime`` where a module imported it): the product's copy of the library
+    makes its own in the product process (``_frozen_clock``), so none is forwarded."""
+    caller = sys._getframe(2).f_globals.get("__name__")
+    return caller in CLOCK_LIBRARIES
 
 
 def _patch_module(module: ProxyModule, name: str, value: Any) -> None:

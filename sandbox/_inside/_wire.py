@@ -111,6 +111,36 @@ class WireError(Exception):
     """A line that is not the wire's format (from the other side: data, never trusted)."""
 
 
+class _Clock:
+    """The datetime module's classes as imported: a test's clock library (freezegun) swaps
+    ``datetime.datetime`` and every module attribute equal to it, never a class's attribute,
+    so the wire still knows a real ``datetime`` while the clock is frozen."""
+
+    date = datetime.date
+    time = datetime.time
+    datetime = datetime.datetime
+
+
+CLOCK_LIBRARIES = frozenset({"freezegun.api"})
+"""Modules whose subclasses of ``date`` and ``datetime`` stand for the clock a test froze
+(freezegun's ``FakeDate``, ``FakeDatetime``: no state of their own): their instances cross
+as the value they are, and the receiver builds one of its own ``datetime.datetime``, the
+fake one again where its clock is frozen too (docs/design/isolated-oracle.md, "A frozen
+clock")."""
+
+
+def clock_kind(kind: type) -> type | None:
+    """``date``, ``time`` or ``datetime`` (the real class) for a value of that kind or of a
+    clock library's stand-in for it; None for anything else."""
+    if kind is _Clock.datetime or kind is _Clock.date or kind is _Clock.time:
+        return kind
+    if getattr(kind, "__module__", None) in CLOCK_LIBRARIES and isinstance(kind, type):
+        for base in (_Clock.datetime, _Clock.date):  # a datetime is a date too: first
+            if issubclass(kind, base):
+                return base
+    return None
+
+
 _BY_VALUE = frozenset(
     {
         type(None),
@@ -342,7 +372,10 @@ def is_plain(value: object, depth: int = 0) -> bool:
     """Would ``value`` cross whole by value (no handle anywhere in it)?"""
     kind = type(value)
     if kind not in _BY_VALUE:
-        return False
+        clocked = clock_kind(kind)
+        if clocked is None:
+            return False
+        kind = clocked
     if kind in (list, tuple, set, frozenset):
         return depth < WIRE_DEPTH and all(is_plain(v, depth + 1) for v in value)  # type: ignore[attr-defined]
     if kind is slice:
@@ -357,7 +390,7 @@ def is_plain(value: object, depth: int = 0) -> bool:
             is_plain(k, depth + 1) and is_plain(v, depth + 1)
             for k, v in value.items()  # type: ignore[attr-defined]
         )
-    if kind in (datetime.time, datetime.datetime):
+    if kind is _Clock.time or kind is _Clock.datetime:
         return _tz(value.tzinfo) is not False  # type: ignore[attr-defined]
     return True
 
@@ -376,6 +409,8 @@ def encode(
         return ["bigint", format(value, "x")]
     if kind is float:
         return ["f", float.hex(value)]  # type: ignore[arg-type]
+    if kind not in _BY_VALUE and depth < WIRE_DEPTH:
+        kind = clock_kind(kind) or kind  # a frozen clock's datetime: the value it is
     if kind not in _BY_VALUE or depth >= WIRE_DEPTH:
         return other(value)
     if memo is None:
@@ -438,7 +473,7 @@ def _by_value(
         return ["td", value.days, value.seconds, value.microseconds]
     if kind is datetime.timezone:
         return ["tz", _tz(value)]
-    if kind is datetime.date:
+    if kind is _Clock.date:
         return ["date", value.toordinal()]
     tz: Any = _tz(value.tzinfo)
     if tz is False:
@@ -446,7 +481,7 @@ def _by_value(
         # resolver tags it; the receiver's stand-in is a tzinfo whose methods ask the sender.
         tz = other(value.tzinfo)
     v: Any = value
-    if kind is datetime.time:
+    if kind is _Clock.time:
         return ["time", v.hour, v.minute, v.second, v.microsecond, v.fold, tz]
     return [
         "dt",
