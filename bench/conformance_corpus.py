@@ -195,7 +195,29 @@ SPARES: tuple[Project, ...] = (
         "bdabb6d336998cbb378d4b9db3a4b56a1e3235701dc05ea2690d9a997ed5041c",
     ),
     Project("toposort", "1.10", "bfbb479c53d0a696ea7402601f4e693c97b0367837c8898bc6471adfca37a6bd"),
+    Project(
+        "humanize",
+        "4.17.0",
+        "1d6a36c453dbfbb3f0b34601d2e0b4ce5d48d780305cd45714843f0068fde6ac",
+        test_requires=("freezegun", "pytest-codspeed"),  # its [tests] extra, less pytest-cov
+        style="doctests in addopts, filterwarnings=error, freezegun, gettext catalogs",
+    ),
+    Project(
+        "webcolors",
+        "25.10.0",
+        "62abae86504f66d0f6364c2a8520de4a0c47b80c03fc3a5f1815fedbef7c19bf",
+        style="unittest classes, tables of definitions, normalisation",
+    ),
+    Project(
+        "h11",
+        "0.16.0",
+        "4e35b956cf45792e4caa5885e69fba00bdbc6ffafbfa020300e549b208ee5ff1",
+        style="tests inside the package, a state machine, a real HTTP server in a thread",
+    ),
 )
-"""Checked to ship their tests; run only when one of ``PROJECTS`` cannot be run at all."""
+"""Checked to ship their tests, listed before any was run; run when one of ``PROJECTS``
+cannot be run at all (dacite's sdist lacks a test module, async-lru's own pytest stops at
+configure, platformdirs' sdist does not download, and toposort's tests are unittest's
+``unittest.main()`` at import, no pytest suite)."""
 
 BY_NAME = {p.name: p for p in (*PROJECTS, *SPARES)}
