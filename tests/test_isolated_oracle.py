@@ -1177,6 +1177,24 @@ FAITHFUL = textwrap.dedent(
         pass
 
 
+    def extend_path(paths, extra):  # a test hands it sys.path: in one process, the interpreter's
+        paths.insert(0, extra)
+        return len(paths)
+
+
+    KEPT_PATHS = []
+
+
+    def keep_paths(paths):  # kept: what a later call writes is kept in step, never this one
+        KEPT_PATHS.append(paths)
+        return len(paths)
+
+
+    def poison_kept(extra):
+        KEPT_PATHS[0].insert(0, extra)
+        return len(KEPT_PATHS[0])
+
+
     def age(when):  # humanize's naturaltime: the product's now, less a moment of the test's
         import datetime
 
@@ -2637,6 +2655,24 @@ def test_thawed():
     assert lib.age(datetime.datetime(2020, 1, 1)) > 10**7
 
 
+def test_interpreter_own():  # the patch must not choose what the oracle imports
+    import sys
+
+    before = len(sys.path)
+    assert lib.extend_path(sys.path, "/workspace/evil") == before + 1
+    assert sys.path[0] == "/workspace/evil"
+
+
+def test_kept_interpreter_own():
+    import sys
+
+    before = list(sys.path)
+    assert lib.keep_paths(sys.path) == len(before)
+    assert lib.poison_kept("/workspace/evil") == len(before) + 1
+    lib.keep_paths([])  # another message: nothing kept in step reaches sys.path
+    assert sys.path == before
+
+
 def test_by_hand():  # a clock patched another way: the product's is its own
     real = time.time
     time.time = lambda: 0.0
@@ -2904,6 +2940,25 @@ def test_a_clock_the_test_froze_is_frozen_in_the_product_too(tmp_path: Path) -> 
             "product process does not share",
         ),
     }
+
+
+def test_the_interpreters_own_containers_are_never_changed_by_the_product(
+    tmp_path: Path,
+) -> None:
+    """A test that hands product code ``sys.path``: in one process the product's insert is
+    the interpreter's. Isolated, no write-back and no container kept in step ever reaches
+    the oracle's own (the patch would choose what the oracle imports next): a change in
+    the call is refused, named, and the test runs in-process; a kept one stays the
+    product's copy."""
+    got = run_faithful(
+        faithful_tree(tmp_path), "interpreter_own", "kept_interpreter_own", module="clock"
+    )
+    assert got == {
+        "interpreter_own": (
+            "pass", "", "in-process: the product changes the interpreter's own sys.path"
+        ),
+        "kept_interpreter_own": ("pass", "", "isolated"),
+    }  # fmt: skip
 
 
 def test_a_patch_a_shared_fixture_makes_is_made_in_every_test_that_shares_it(

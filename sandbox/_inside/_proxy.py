@@ -416,6 +416,11 @@ def _write_back(back: Any, memo: Memo) -> None:
         if type(item) is not list or len(item) != 2 or type(item[0]) is not int:
             raise WireError("a written-back argument is not [number, contents]")
         target = memo.get(["r", item[0]])
+        if _interpreter_own(target):
+            # In one process product code would change the interpreter's own (its import
+            # path, its argv): the oracle's never is; the test runs in-process, named.
+            own = _interpreter_own(target)
+            raise _refuse(f"the product changes the interpreter's own {own}")
         contents = decode(item[1], _receive, memo=memo)
         if type(target) not in MUTABLE or type(contents) is not (
             dict if type(target) in MAPPINGS else list
@@ -440,7 +445,29 @@ def _kept_there(kept: Any, memo: Memo) -> None:
         target = memo.get(["r", item[0]])
         if type(target) not in MUTABLE or item[1] <= 0:
             raise WireError("a kept argument does not fit what was sent")
-        _LIVE.keep(item[1], target)
+        if not _interpreter_own(target):
+            _LIVE.keep(item[1], target)
+
+
+def _interpreter_own(target: Any) -> str:
+    """The name of one of the interpreter's own containers (``sys.path``, ``sys.argv``,
+    ``warnings.filters``...) when ``target`` is one, else "": product code never changes
+    these in the oracle, by a write-back or a container kept in step (a test that hands the
+    product ``sys.path`` must not let the patch choose what the oracle imports)."""
+    if type(target) not in MUTABLE:
+        return ""
+    for name in _INTERPRETER_OWN:
+        module, _, attribute = name.partition(".")
+        if getattr(sys.modules.get(module), attribute, None) is target:
+            return name
+    return ""
+
+
+_INTERPRETER_OWN = (
+    "sys.path", "sys.argv", "sys.orig_argv", "sys.meta_path", "sys.path_hooks",
+    "sys.path_importer_cache", "sys.warnoptions", "warnings.filters", "sys.modules",
+    "builtins.__dict__", "sys.__dict__",
+)  # fmt: skip
 
 
 # -- handles -------------------------------------------------------------------------------
@@ -1753,7 +1780,7 @@ def _attribute_answer(value: Any) -> dict[str, Any]:
     oracle's (negative: never a product handle), so what product code puts in it is in the
     test's dict."""
     answer: dict[str, Any] = {"ok": encode(value, _send)}
-    if type(value) in MUTABLE and is_plain(value):
+    if type(value) in MUTABLE and is_plain(value) and not _interpreter_own(value):
         number = -_give(value)[1]
         answer["live"] = number
         _LIVE.keep(number, value)
