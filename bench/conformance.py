@@ -14,7 +14,8 @@ requirements the corpus names), and runs the project's whole own test suite thre
                  ``sandbox.oracle: in-process``
     isolated     the same with the default oracle (the product in a process of its own)
 
-One run per project per mode; ``--budget`` bounds each. A test AGREES when the scorer's
+One run per project per mode; ``--budget`` bounds each, and a test of the isolated run ends at
+its 60 s deadline (``task from-fix``'s). A test AGREES when the scorer's
 pass/fail is the own run's in scorer terms (only ``passed`` is a pass: skipped, xfailed,
 xpassed and errors are failures) and, for a test the own run skipped or xfailed, the scorer's
 witness says the same (``Skipped``, ``XFailed``): a skip is never matched by a failure of
@@ -69,6 +70,8 @@ from patchwarden.scorer._recheck import reconcile_pair
 SEED = 11
 MODES = ("in-process", "isolated")
 DEFAULT_BUDGET_S = 300.0
+TEST_TIMEOUT_S = 60.0
+"""One test's deadline in the isolated run (``task from-fix``'s default)."""
 REPORT_LOG = "pw_conformance_log"
 REPORT_LOG_SOURCE = '''\
 """Writes every test report as a JSON line (the conformance bench; changes no outcome)."""
@@ -308,7 +311,12 @@ def run_project(
         result.problems.append(f"own pytest ran no test (exit {own.exit_code})")
     node_ids = list(own.outcomes)
     targets = _props(node_ids)
-    limits = Limits(wall_time_s=budget_s, idle_time_s=min(budget_s, 120.0))
+    # A test that drives product code forever in quick calls (h11's loops on `type(event) is
+    # h11.ConnectionClosed`, never true for a handle) ends at its deadline, as in `task
+    # from-fix`, instead of taking the whole run and its records with it.
+    limits = Limits(
+        wall_time_s=budget_s, idle_time_s=min(budget_s, 120.0), test_timeout_s=TEST_TIMEOUT_S
+    )
     scored: dict[str, dict[str, Any]] = {}
     incomplete: dict[str, str] = {}
     for mode in MODES:
