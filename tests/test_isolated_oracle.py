@@ -1177,6 +1177,18 @@ FAITHFUL = textwrap.dedent(
         pass
 
 
+    def added_up(values):  # a test's objects added up, and grown in place (dpath's +=)
+        total = values[0]
+        for value in values[1:]:
+            total = total + value
+        return total, -total
+
+
+    def grown(target, more):
+        target += more
+        return target
+
+
     def extend_path(paths, extra):  # a test hands it sys.path: in one process, the interpreter's
         paths.insert(0, extra)
         return len(paths)
@@ -2573,6 +2585,45 @@ def test_kept_classed_and_chained():
     assert type(info.value.__cause__) is ValueError and "'x'" in str(info.value.__cause__)
 
 
+class Money:
+    def __init__(self, cents):
+        self.cents = cents
+
+    def __add__(self, other):
+        return Money(self.cents + other.cents)
+
+    def __neg__(self):
+        return Money(-self.cents)
+
+
+def test_operators():
+    import collections.abc
+
+    class Row(collections.abc.MutableSequence):  # its += is MutableSequence's extend
+        def __init__(self):
+            self.items = []
+
+        def __getitem__(self, i):
+            return self.items[i]
+
+        def __setitem__(self, i, v):
+            self.items[i] = v
+
+        def __delitem__(self, i):
+            del self.items[i]
+
+        def __len__(self):
+            return len(self.items)
+
+        def insert(self, i, v):
+            self.items.insert(i, v)
+
+    total, negated = lib.added_up([Money(1), Money(2), Money(4)])
+    assert (total.cents, negated.cents) == (7, -7)
+    row = Row()
+    assert lib.grown(row, [1, 2]) is row and row.items == [1, 2]
+
+
 def test_names_and_marks():
     import re
 
@@ -2918,7 +2969,7 @@ def test_a_class_statement_on_a_product_class_makes_the_class_in_the_product(
     seen by the product's metaclass."""
     names = (
         "mine", "again", "builtin_subclass", "names_and_marks", "a_test_objects_container",
-        "super", "kept_classed_and_chained",
+        "super", "kept_classed_and_chained", "operators",
     )  # fmt: skip
     got = run_faithful(faithful_tree(tmp_path), *names, module="subclassing")
     assert got == {name: ("pass", "", "isolated") for name in names}

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from ._paths import tree_paths
     from ._probes import arm_probes, probes_intact
     from ._wire import (
+        ARITHMETIC,
         CONTAINER_ABCS,
         HANDLE_SPAN,
         MAPPINGS,
@@ -319,7 +320,7 @@ def _in(tagged: list[Any]) -> Any:
 
 ORACLE_OPERATIONS = (
     "call", "iter", "next", "len", "getitem", "setitem", "delitem", "contains", "fspath",
-    "enter", "exit", "get", "set", "delete", "tzinfo", "copy", "deepcopy",
+    "enter", "exit", "get", "set", "delete", "tzinfo", "copy", "deepcopy", *ARITHMETIC,
     *(f"abc.{name}" for name in sorted(CONTAINER_ABCS)),
 )  # fmt: skip
 """What an oracle object may offer beyond ``repr``, ``str``, ``bool``, ``hash``, the

@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._wire import (
+        ARITHMETIC,
         CLOCK_LIBRARIES,
         HANDLE_SPAN,
         MAPPINGS,
@@ -1352,6 +1353,9 @@ _CALLBACKS: dict[str, Any] = {
     # NotImplemented goes back (the product's _method says why).
     **{op: (lambda name: lambda a, b: getattr(type(a), name)(a, b))(f"__{op}__")
        for op in ("eq", "ne", "lt", "le", "gt", "ge")},
+    # An operator product code applies to a test's object: its own method, run here.
+    **{op: (lambda name: lambda a, *b: getattr(type(a), name)(a, *b))(f"__{op}__")
+       for op in ARITHMETIC},
 }  # fmt: skip
 """Every operation the product may ask of an oracle object (and ``getattr``, checked)."""
 
@@ -1460,6 +1464,7 @@ def _give(obj: Any) -> list[Any]:
         # object, cachetools' of a cache holding a test's timer function): copied here, as
         # in one process (a function is itself again; a generator cannot be, here as there).
         offers += ["copy", "deepcopy"]
+        offers += [op for op in ARITHMETIC if getattr(kind, f"__{op}__", None) is not None]
     if getattr(kind, "__hash__", None) is not None:
         offers.append("hash")
     if isinstance(obj, datetime.tzinfo):

@@ -73,6 +73,17 @@ def _same(value: Any) -> Any:
     return value
 
 
+_BINARY = ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow", "lshift",
+           "rshift", "and", "xor", "or")  # fmt: skip
+ARITHMETIC = (
+    *_BINARY, *(f"r{op}" for op in _BINARY), *(f"i{op}" for op in _BINARY),
+    "neg", "pos", "abs", "invert",
+)  # fmt: skip
+"""The operators product code may apply to one of the test's objects that has them (dpath's
+``target += found`` on a test's sequence, a test's ``Money`` added up): the object's own
+method, run in the oracle."""
+
+
 CONTAINER_ABCS = frozenset(
     {"Container", "Sized", "Iterable", "Iterator", "Reversible", "Collection", "Sequence",
      "MutableSequence", "Set", "MutableSet", "Mapping", "MutableMapping"}
