@@ -381,9 +381,11 @@ PROPS = textwrap.dedent(
     def test_product_buffer():  # the oracle's C code needs a real buffer, not a proxy
         assert bytes(memoryview(shop.Buffer(b"ab"))) == b"ab"
 
-    def test_sends_a_class():
-        class Marker:
-            pass
+    def test_sends_a_class():  # a plain class crosses as a stand-in; an Enum class does not
+        import enum
+
+        class Marker(enum.Enum):
+            ONE = 1
 
         shop.apply(lambda v: v, Marker)
 
@@ -1182,6 +1184,45 @@ FAITHFUL = textwrap.dedent(
         for value in values[1:]:
             total = total + value
         return total, -total
+
+
+    REGISTRY = {}
+
+
+    def register(cls, handler):  # glom's register: a registry keyed by a test's class
+        REGISTRY[cls] = handler
+        return cls
+
+
+    def handle(obj):
+        for klass, handler in REGISTRY.items():
+            if isinstance(obj, klass):
+                return handler(obj)
+        raise LookupError(type(obj).__name__)
+
+
+    def made_of(cls, *args):
+        return cls(*args)
+
+
+    def mark_final(cls):  # typing.final, overrides' @final
+        cls.__final__ = True
+        return cls
+
+
+    def attr_of(cls, name):
+        return getattr(cls, name), repr(cls)
+
+
+    def put_on(cls, name):  # a patch putting its own function where pytest looks it up
+        setattr(cls, name, lambda self: None)
+        return name
+
+
+    def fill_through(creator):  # dpath's creator: a test's function fills the product's dict
+        made, shared = {}, []
+        creator(made, "a", shared, shared)
+        return made["a"], shared, made
 
 
     def grown(target, more):
@@ -2624,6 +2665,57 @@ def test_operators():
     assert lib.grown(row, [1, 2]) is row and row.items == [1, 2]
 
 
+class Point:
+    kind = "point"
+
+    def __init__(self, x):
+        self.x = x
+
+
+def test_class_handed_over():
+    assert lib.register(Point, lambda p: p.x * 2) is Point
+    assert lib.handle(Point(3)) == 6  # an instance of it there is one of the class there
+    made = lib.made_of(Point, 5)  # made here, by the test's __init__
+    assert type(made) is Point and made.x == 5
+    assert lib.attr_of(Point, "kind") == ("point", repr(Point))
+    assert lib.mark_final(Point) is Point and Point.__final__ is True
+
+
+class TestLater:  # a class pytest collects: the product may set nothing on it
+    def test_checked(self):
+        assert False, "a test the patch would like to replace"
+
+
+def test_class_overreach_tests():
+    lib.put_on(TestLater, "helper")
+
+
+def test_class_overreach_runs():
+    class Plain:
+        def run(self):
+            return 1
+
+    assert lib.put_on(Plain, "helper") == "helper"  # a new plain name: as funcy's monkey
+    lib.put_on(Plain, "setup_method")
+
+
+def test_class_overreach_replaces():
+    class Plain:
+        def run(self):
+            return 1
+
+    lib.put_on(Plain, "run")
+
+
+def test_callback_writes():
+    def creator(current, key, one, same):
+        current[key] = [key]
+        one.append(1)
+        assert one is same  # one list handed twice is one list here too
+
+    assert lib.fill_through(creator) == (["a"], [1], {"a": ["a"]})
+
+
 def test_names_and_marks():
     import re
 
@@ -2969,7 +3061,8 @@ def test_a_class_statement_on_a_product_class_makes_the_class_in_the_product(
     seen by the product's metaclass."""
     names = (
         "mine", "again", "builtin_subclass", "names_and_marks", "a_test_objects_container",
-        "super", "kept_classed_and_chained", "operators",
+        "super", "kept_classed_and_chained", "operators", "callback_writes",
+        "class_handed_over",
     )  # fmt: skip
     got = run_faithful(faithful_tree(tmp_path), *names, module="subclassing")
     assert got == {name: ("pass", "", "isolated") for name in names}
@@ -3010,6 +3103,18 @@ def test_the_interpreters_own_containers_are_never_changed_by_the_product(
         ),
         "kept_interpreter_own": ("pass", "", "isolated"),
     }  # fmt: skip
+
+
+def test_the_product_sets_nothing_pytest_runs_on_a_test_class(tmp_path: Path) -> None:
+    """A plain class of the test's handed over may get a new plain attribute from product
+    code (funcy's ``monkey(A)``), never one on a class pytest collects, never a name pytest
+    runs (``test_*``, ``setup_*``, ``teardown_*``), never one the class has: the patch would
+    put its own function where a later test method is looked up. Each an overreach."""
+    names = ("class_overreach_tests", "class_overreach_runs", "class_overreach_replaces")
+    got = run_faithful(faithful_tree(tmp_path), *names, module="subclassing")
+    assert {n: (status, witness.split("|")[1]) for n, (status, witness, _) in got.items()} == {
+        name: ("fail", "ProductOverreach") for name in names
+    }
 
 
 def test_a_patch_a_shared_fixture_makes_is_made_in_every_test_that_shares_it(

@@ -69,6 +69,7 @@ if TYPE_CHECKING:
         loads,
         rebuild,
         rebuilt_parts,
+        replace_contents,
         sendable_contents,
         standard_class_name,
         standard_member,
@@ -264,6 +265,8 @@ def _in(tagged: list[Any]) -> Any:
         return _namedtuple_mirror(tagged)
     if tag == "oh" and len(tagged) in (3, 4) and type(tagged[1]) is int and type(tagged[2]) is list:
         return _oracle_object(tagged[1], tagged[2], tagged[3] if len(tagged) == 4 else None)
+    if tag == "ocl" and len(tagged) == 4 and type(tagged[1]) is int:
+        return _class_stand_in(tagged[1], tagged[2], tagged[3])
     if tag == "rbo" and len(tagged) >= 3 and type(tagged[1]) is int:
         # One of the oracle's TypeVars or generic aliases: a real one here (the product's
         # generics take no proxy), one per oracle handle, going back as the oracle's own.
@@ -556,6 +559,56 @@ def _oracle_object(number: int, operations: list[Any], shape: Any = None) -> Any
     return proxy
 
 
+class _OracleClass(type):
+    """The metaclass of the stand-in of one of the test's classes handed to product code
+    (glom's ``register(BetterList)``, voluptuous' ``Coerce(Choice)``, funcy's
+    ``monkey(A)``): a class here, one per oracle class, that goes back as the test's own.
+    Calling it makes an instance in the oracle (its ``__init__`` is the test's code); its
+    attributes are read and set there; an instance of the test's class is an instance of it
+    here (its proxy class derives from it), a product object never is."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        return _callback("call", _ClassRef(cls.__dict__["_pw_class"]), list(args), kwargs)
+
+    def __getattr__(cls, name: str) -> Any:
+        if (name[:2] == "__" and name[-2:] == "__") or name[:3] == "_pw":
+            raise AttributeError(name)  # a probe of the protocol (or ours), as a class would
+        return _callback("getattr", _ClassRef(_class_number(cls)), [name], {})
+
+    def __setattr__(cls, name: str, value: Any) -> None:
+        _callback("setattr", _ClassRef(_class_number(cls)), [name, value], {})
+
+    def __repr__(cls) -> str:
+        return f"<class '{cls.__module__}.{cls.__qualname__}'>"
+
+
+def _class_number(cls: type) -> int:
+    """The oracle's handle of the test's class ``cls`` stands for (or derives from)."""
+    for klass in cls.__mro__:
+        number = klass.__dict__.get("_pw_class")
+        if type(number) is int:
+            return number
+    raise AttributeError("_pw_class")
+
+
+def _class_stand_in(number: int, qualname: Any, module: Any) -> type:
+    found = ORACLE_PROXIES.get(number)
+    if isinstance(found, _OracleClass):
+        return found
+    names = type(qualname) is str and type(module) is str
+    if not names or not qualname or len(qualname) > 200 or len(module) > 200:
+        raise WireError("a class of the test's without its names")
+    name = qualname.rpartition(".")[2]
+    made = _OracleClass.__new__(
+        _OracleClass,
+        name if name.isidentifier() else "TestClass",
+        (),
+        {"_pw_class": number, "__module__": module, "__qualname__": qualname},
+    )
+    ORACLE_PROXIES[number] = made
+    return made
+
+
 class _ClassRef:
     """The oracle's handle of one of the test's classes, as a callback's target."""
 
@@ -599,7 +652,13 @@ def _instance_class(base: type, described: Any, fields: Any) -> type:
         namespace["__dataclass_fields__"] = made.__dataclass_fields__
         namespace["__dataclass_params__"] = made.__dataclass_params__
         namespace["__match_args__"] = made.__match_args__
-    cls = type("OracleObject", (base,), namespace)
+    stand_in = ORACLE_PROXIES.get(described[0])
+    if isinstance(stand_in, _OracleClass):
+        # The test's class was handed over too: its instances are instances of it here.
+        namespace["__module__"] = stand_in.__module__
+        cls = _OracleClass("OracleObject", (base, stand_in), namespace)
+    else:
+        cls = type("OracleObject", (base,), namespace)
     delattr(cls, "__slots__")
     ORACLE_CLASSES[cls] = key
     return cls
@@ -747,13 +806,14 @@ def _oracle_exception_alone(raised: dict[str, Any]) -> BaseException:
 
 def _callback(op: str, target: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
     """One operation on an oracle object: ask the oracle and serve what it asks meanwhile."""
+    memo = Memo()  # the containers handed over: what the test's code changes comes back
     message: dict[str, Any] = {
         "cb": op,
         "on": object.__getattribute__(target, "_pw_oid"),
-        "args": encode(args, _out),
+        "args": encode(args, _out, memo=memo),
     }
     if kwargs:
-        message["kwargs"] = encode(kwargs, _out)
+        message["kwargs"] = encode(kwargs, _out, memo=memo)
     sync = LIVE.changes(_out)  # what product code changed in held containers, before the
     if sync:  # test's code runs (it may read them)
         message["sync"] = sync
@@ -775,8 +835,34 @@ def _callback(op: str, target: Any, args: list[Any], kwargs: dict[str, Any]) -> 
         live = reply.get("live")
         if type(live) is int and live < 0 and type(value) in MUTABLE:
             value = LIVE.keep(live, value)  # a test's container, kept in step with it
+        try:
+            _written_here(reply.get("back"), memo)
+        except WireError:
+            os._exit(CALLBACK_EXIT_STATUS)
         return value
     raise _oracle_exception(reply.get("raise"))
+
+
+def _written_here(back: Any, memo: Memo) -> None:
+    """The test's code changed, in place, containers a callback was handed (``creator(d,
+    ...)`` filling the product's dict): the same change here, on the product's own objects
+    (all decoded first, then written)."""
+    if back is None:
+        return
+    if type(back) is not list:
+        raise WireError("written-back arguments are not a list")
+    changes = []
+    for item in back:
+        if type(item) is not list or len(item) != 2 or type(item[0]) is not int:
+            raise WireError("a written-back argument is not [number, contents]")
+        target = memo.get(["r", item[0]])
+        contents = decode(item[1], _in, memo=memo)
+        fits = dict if type(target) in MAPPINGS else list
+        if type(target) not in MUTABLE or type(contents) is not fits:
+            raise WireError("a written-back argument does not fit what was sent")
+        changes.append((target, contents))
+    for target, contents in changes:
+        replace_contents(target, contents)
 
 
 def _own_dunder(obj: Any, name: Any) -> Any:

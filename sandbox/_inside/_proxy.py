@@ -26,6 +26,7 @@ Part of the program concatenated by sandbox/_inside (``program``).
 
 from __future__ import annotations
 
+import abc
 import builtins
 import collections.abc
 import contextlib
@@ -65,6 +66,8 @@ if TYPE_CHECKING:
         Memo,
         WireError,
         abcs_of,
+        changed_since,
+        contents_of,
         decode,
         dumps,
         encode,
@@ -74,6 +77,7 @@ if TYPE_CHECKING:
         rebuild,
         rebuilt_parts,
         replace_contents,
+        sendable_contents,
         standard_class_name,
         standard_member,
         standard_member_of,
@@ -1190,6 +1194,11 @@ def _tagged(obj: Any) -> Any:
         # A Python function of the standard library (re.match handed to glom's Regex, which
         # compares it with its own re.match): the product's own there, as in one process.
         return ["sf", obj.__module__, obj.__name__]
+    if isinstance(obj, type) and _sendable_class(obj):
+        # One of the test's classes handed to product code (a registry, a schema, a
+        # decorator): a class there that stands for it ("A test's class handed over").
+        module = str(getattr(obj, "__module__", "") or "")[:200]
+        return ["ocl", _give(obj)[1], str(obj.__qualname__)[:200], module]
     if isinstance(obj, _NOT_GIVEN):
         what = "class" if issubclass(type(obj), type) else kind.__name__
         label = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or ""
@@ -1498,6 +1507,42 @@ def _test_class(cls: Any) -> bool:
     )
 
 
+def _sendable_class(cls: type) -> bool:
+    """A plain class of the test's: made by ``type`` (or ``ABCMeta``), no exception (those
+    cross as mirrors), no test case, nothing of the test machinery's."""
+    import unittest
+
+    return (
+        type(cls) in (type, abc.ABCMeta)
+        and _test_class(cls)
+        and not issubclass(cls, (BaseException, unittest.TestCase))
+    )
+
+
+_RUN_BY_PYTEST = ("test", "setup", "teardown")
+"""Names pytest runs of a class (``test_*``, ``setup_method``...): never set by the product."""
+
+
+def _class_settable(cls: type, name: str) -> bool:
+    """Whether product code may set ``name`` on a plain class of the test's handed over
+    (funcy's ``monkey(A)`` adds a method): a new plain name only, never one pytest would
+    run, and never on a class that holds tests (a patch would otherwise put its own function
+    where a later test method is looked up)."""
+    return (
+        _sendable_class(cls)
+        and not _holds_tests(cls)
+        and not hasattr(cls, name)
+        and not name.lower().startswith(_RUN_BY_PYTEST)
+    )
+
+
+def _holds_tests(cls: type) -> bool:
+    """A class pytest may collect, or one with a name pytest runs."""
+    return cls.__name__.lower().startswith("test") or any(
+        str(n).lower().startswith(_RUN_BY_PYTEST) for c in cls.__mro__ for n in vars(c)
+    )
+
+
 def _dataclass_instance(obj: Any) -> bool:
     return (
         not issubclass(type(obj), type)
@@ -1659,6 +1704,17 @@ def _new_marker(obj: Any, name: str) -> bool:
     in the function's own attributes and changes nothing the oracle runs."""
     dunder = name[:2] == name[-2:] == "__" and len(name) > 4
     private = name[:1] == "_" and name[1:2].isalpha() and name.isidentifier()
+    if isinstance(obj, type):
+        # A marker on a plain class of the test's handed over (``typing.final`` and
+        # overrides' ``@final`` set ``__final__``): a new dunder no class defines.
+        return (
+            dunder
+            and _sendable_class(obj)
+            and not _holds_tests(obj)
+            and not hasattr(obj, name)
+            and not any(word in name.lower() for word in _MACHINERY_WORDS)
+            and name not in _INTERNALS
+        )
     return (
         type(obj) is types.FunctionType
         and (dunder or (private and not obj.__name__.startswith("test")))
@@ -1703,11 +1759,31 @@ def _serve_callback(link: _Link, message: dict[str, Any]) -> dict[str, Any]:
         raise WireError("a callback on no handle the oracle gave out")
     obj = _GIVEN[number]
     _LIVE.apply(message.get("sync"), _receive)  # what product code changed before asking
-    args = decode(message.get("args", ["l", []]), _receive)
-    kwargs = decode(message.get("kwargs", ["d", []]), _receive)
+    memo = Memo()  # the product's containers it hands the callback, numbered as it did
+    args = decode(message.get("args", ["l", []]), _receive, memo=memo)
+    kwargs = decode(message["kwargs"], _receive, memo=memo) if "kwargs" in message else {}
     names = type(kwargs) is dict and all(type(k) is str for k in kwargs)
     if type(args) is not list or not names:
         raise WireError("a callback's arguments are not a list and a dict of names")
+    kept = [(n, o, contents_of(o)) for n, o in enumerate(memo.objects) if type(o) in MUTABLE]
+    reply = _callback_answer(link, op, obj, args, kwargs)
+    if kept and "ok" in reply:
+        # What the test's code changed in place of the containers the product handed it
+        # (dpath's creator filling the product's dict): written back there, as a call's
+        # changed arguments are here.
+        back = [
+            [n, encode(sendable_contents(o), _send, memo=memo)]
+            for n, o, before in kept
+            if changed_since(o, before)
+        ]
+        if back:
+            reply["back"] = back
+    return reply
+
+
+def _callback_answer(
+    link: _Link, op: Any, obj: Any, args: list[Any], kwargs: dict[str, Any]
+) -> dict[str, Any]:
     try:
         if op == "getattr":
             name = str(args[0]) if len(args) == 1 and type(args[0]) is str else ""
@@ -1734,6 +1810,10 @@ def _serve_callback(link: _Link, message: dict[str, Any]) -> dict[str, Any]:
                 return _overreach(link, obj, name[:80] or "?")
             if _own_attribute(obj, name):
                 return _attribute_answer(vars(obj)[name])
+            if isinstance(obj, type) and name[:1] != "_" and _sendable_class(obj):
+                # A class attribute of a plain class of the test's handed over (glom's
+                # target types, voluptuous' schema classes): read as an instance's is.
+                return _attribute_answer(getattr(obj, name))
             if name[:2] == "__" or (isinstance(obj, _OPAQUE) and not hasattr(obj, name)):
                 raise AttributeError(name)  # a probe, answered as the object would
             if isinstance(obj, _OPAQUE):
@@ -1743,7 +1823,11 @@ def _serve_callback(link: _Link, message: dict[str, Any]) -> dict[str, Any]:
             # A decorator of the product's marking what it is handed (parse's with_pattern
             # sets func.pattern): a plain attribute of a function or an instance, no more.
             name = str(args[0]) if len(args) == 2 and type(args[0]) is str else ""
-            settable = type(obj) is types.FunctionType or not isinstance(obj, _OPAQUE)
+            settable = (
+                type(obj) is types.FunctionType
+                or not isinstance(obj, _OPAQUE)
+                or (isinstance(obj, type) and _class_settable(obj, name))  # funcy's monkey(A)
+            )
             if _new_marker(obj, name):
                 # typing's @override sets func.__override__ = True on a test's method: a
                 # new attribute of the function's own, as the product set it.
