@@ -74,6 +74,7 @@ if TYPE_CHECKING:
         standard_class_name,
         standard_member,
         standard_member_of,
+        written_back,
         zone_answer,
     )
 
@@ -845,23 +846,8 @@ def _callback(op: str, target: Any, args: list[Any], kwargs: dict[str, Any]) -> 
 
 def _written_here(back: Any, memo: Memo) -> None:
     """The test's code changed, in place, containers a callback was handed (``creator(d,
-    ...)`` filling the product's dict): the same change here, on the product's own objects
-    (all decoded first, then written)."""
-    if back is None:
-        return
-    if type(back) is not list:
-        raise WireError("written-back arguments are not a list")
-    changes = []
-    for item in back:
-        if type(item) is not list or len(item) != 2 or type(item[0]) is not int:
-            raise WireError("a written-back argument is not [number, contents]")
-        target = memo.get(["r", item[0]])
-        contents = decode(item[1], _in, memo=memo)
-        fits = dict if type(target) in MAPPINGS else list
-        if type(target) not in MUTABLE or type(contents) is not fits:
-            raise WireError("a written-back argument does not fit what was sent")
-        changes.append((target, contents))
-    for target, contents in changes:
+    ...)`` filling the product's dict): the same change here, on the product's own objects."""
+    for target, contents in written_back(back, memo, _in):
         replace_contents(target, contents)
 
 

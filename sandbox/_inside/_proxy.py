@@ -58,7 +58,6 @@ if TYPE_CHECKING:
         ARITHMETIC,
         CLOCK_LIBRARIES,
         HANDLE_SPAN,
-        MAPPINGS,
         MUTABLE,
         REBUILT_TYPES,
         ZONE_METHODS,
@@ -81,6 +80,7 @@ if TYPE_CHECKING:
         standard_class_name,
         standard_member,
         standard_member_of,
+        written_back,
         zone_answer,
     )
 
@@ -412,26 +412,13 @@ def _write_back(back: Any, memo: Memo) -> None:
     """Product code changed, in place, containers the call sent by value (``xs.sort()``,
     ``d[k] = v``): the same change here, on the oracle's own objects (all decoded first, then
     written), so the property sees its argument as product code left it."""
-    if back is None:
-        return
-    if type(back) is not list:
-        raise WireError("written-back arguments are not a list")
-    changes = []
-    for item in back:
-        if type(item) is not list or len(item) != 2 or type(item[0]) is not int:
-            raise WireError("a written-back argument is not [number, contents]")
-        target = memo.get(["r", item[0]])
-        if _interpreter_own(target):
+    changes = written_back(back, memo, _receive)
+    for target, _contents in changes:
+        own = _interpreter_own(target)
+        if own:
             # In one process product code would change the interpreter's own (its import
             # path, its argv): the oracle's never is; the test runs in-process, named.
-            own = _interpreter_own(target)
             raise _refuse(f"the product changes the interpreter's own {own}")
-        contents = decode(item[1], _receive, memo=memo)
-        if type(target) not in MUTABLE or type(contents) is not (
-            dict if type(target) in MAPPINGS else list
-        ):
-            raise WireError("a written-back argument does not fit what was sent")
-        changes.append((target, contents))
     for target, contents in changes:
         replace_contents(target, contents)
 

@@ -222,6 +222,27 @@ def changed_since(obj: Any, before: list[Any]) -> bool:
     return len(now) != len(before) or any(x is not y for x, y in zip(now, before, strict=True))
 
 
+def written_back(back: Any, memo: Memo, other: Callable[[list[Any]], Any]) -> list[tuple[Any, Any]]:
+    """``(container, new contents)`` of each ``[number, contents]`` the other side wrote back
+    (a call's arguments it changed in place, or a callback's): all decoded, each checked to
+    fit what was sent, before the receiver writes any (``replace_contents``)."""
+    if back is None:
+        return []
+    if type(back) is not list:
+        raise WireError("written-back arguments are not a list")
+    changes = []
+    for item in back:
+        if type(item) is not list or len(item) != 2 or type(item[0]) is not int:
+            raise WireError("a written-back argument is not [number, contents]")
+        target = memo.get(["r", item[0]])
+        contents = decode(item[1], other, memo=memo)
+        fits = dict if type(target) in MAPPINGS else list
+        if type(target) not in MUTABLE or type(contents) is not fits:
+            raise WireError("a written-back argument does not fit what was sent")
+        changes.append((target, contents))
+    return changes
+
+
 def sendable_contents(obj: Any) -> Any:
     """What crosses of a changed container: a dict of a mapping's pairs, else a list."""
     return dict(obj) if type(obj) in MAPPINGS else list(obj)
