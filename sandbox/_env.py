@@ -479,15 +479,24 @@ def _pip(interpreter: Path, args: Sequence[str]) -> str:
 
 
 FIND_COPIES = """
-import importlib.metadata, importlib.util, json, sys
+import importlib.metadata, importlib.util, json, os, site, sys, sysconfig
+standard = {os.path.realpath(sysconfig.get_path(k)) for k in ("stdlib", "platstdlib")}
+installed = {os.path.realpath(sysconfig.get_path(k)) for k in ("purelib", "platlib")}
+installed |= {os.path.realpath(p) for p in site.getsitepackages()}
 found = {}
 for name in sys.argv[1:]:
     try:
         spec = importlib.util.find_spec(name)
     except (ImportError, ValueError):
         spec = None
-    if spec is not None:
-        found[name] = spec.origin or ",".join(spec.submodule_search_locations or [])
+    where = (spec.origin or ",".join(spec.submodule_search_locations or [])) if spec else ""
+    if spec is None or spec.origin == "built-in" or spec.origin == "frozen":
+        continue
+    real = os.path.realpath(where.split(",")[0])
+    inside = lambda roots: any(real.startswith(root + os.sep) for root in roots)
+    if inside(standard) and not inside(installed):
+        continue  # the standard library's own (a project's test package beside its test)
+    found[name] = where
 owners = importlib.metadata.packages_distributions()
 print(json.dumps({"found": found,
                   "owners": {n: owners.get(n.split(".")[0], []) for n in found}}))

@@ -148,6 +148,21 @@ def test_the_env_holds_the_projects_metadata_and_no_code(
     assert own_metadata_name(Declarations((), ())) is None
 
 
+def test_a_package_named_as_the_standard_librarys_is_no_copy(tmp_path: Path) -> None:
+    """toposort's tests sit in a ``test`` package: the standard library's ``test`` is not a
+    copy of the project's (pip cannot remove it, and the tree's comes first); the env build
+    stopped on it. What an env's site-packages holds still is."""
+    subprocess.run(["python3", "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
+    python = tmp_path / "venv" / "bin" / "python"
+    assert find_project_copies(python, ["test", "json", "email"]) == {}
+    site = next((tmp_path / "venv").glob("lib/python*/site-packages"))
+    (site / "myproject").mkdir()
+    (site / "myproject" / "__init__.py").write_text("")
+    assert find_project_copies(python, ["test", "myproject"]) == {
+        "myproject": str(site / "myproject" / "__init__.py")
+    }
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
