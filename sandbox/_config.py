@@ -51,7 +51,9 @@ class Limits(BaseModel):
     """Isolated scorer runs: seconds one test may run before its next call into the product
     fails as ``ProductHung``. It ends a test that drives product code forever in short calls
     (``list()`` of an endless generator: no one call is slow); the product process is kept,
-    it is not hung. ``task from-fix`` sets it to its ``--test-timeout``. Default: none."""
+    it is not hung, unless product code goes on calling the test's code past the deadline (a
+    retry loop that takes the failure for one more attempt): then it is ended, and the next
+    test gets a new one. ``task from-fix`` sets it to its ``--test-timeout``. Default: none."""
 
     cpu_s: PositiveInt = 300
     """CPU seconds per process (RLIMIT_CPU)."""

@@ -67,6 +67,13 @@ PRODUCT = textwrap.dedent(
             yield n
             n += 1
 
+    def retry_forever(attempt):  # tenacity's retry, taking every failure for one more try
+        while True:
+            try:
+                return attempt()
+            except BaseException:
+                pass
+
     def price(n):
         if n < 0:
             raise PricingError("negative", n)
@@ -478,6 +485,16 @@ PROPS = textwrap.dedent(
 
     def test_same_product():
         assert shop.token() == SEEN["token"]
+
+    def test_retried():
+        def attempt():
+            shop.price(1)
+            raise ValueError("once more")
+
+        shop.retry_forever(attempt)
+
+    def test_after_retried():
+        assert shop.price(2) == shop.price(2)
     """
 )
 LIMITS = Limits(wall_time_s=60, idle_time_s=8, memory_mb=1024, output_bytes=200_000)
@@ -943,9 +960,12 @@ def test_a_run_starts_at_most_three_new_product_processes(tree: Path) -> None:
 def test_a_test_that_drives_product_code_without_end_fails_at_its_deadline(tree: Path) -> None:
     # task from-fix's --test-timeout: no one call into the product is slow (the call
     # deadline never fires), the test is; the product process is not hung and is kept.
+    # A product retry loop that takes the deadline's failure for one more attempt (tenacity):
+    # the product process is ended at its next call of the test's code; the next test gets
+    # a new one.
     targets = [
         PropertyTarget(f"prop.{n}", f"tests/test_props.py::test_{n}")
-        for n in ("endless", "same_product")
+        for n in ("endless", "same_product", "retried", "after_retried")
     ]
     result = run_properties(
         tree,
@@ -964,6 +984,12 @@ def test_a_test_that_drives_product_code_without_end_fails_at_its_deadline(tree:
             "isolated",
         ),
         "prop.same_product": ("pass", "", "isolated"),
+        "prop.retried": (
+            "fail",
+            f"prop.retried|ProductExited|tests/test_props.py:{line_of('retry_forever(attempt)')}",
+            "isolated",
+        ),
+        "prop.after_retried": ("pass", "", "isolated"),
     }
 
 

@@ -824,6 +824,8 @@ def _callback(op: str, target: Any, args: list[Any], kwargs: dict[str, Any]) -> 
             reply = loads(_line(PRODUCT_CALL_TIMEOUT) or b"")
         except WireError:
             os._exit(CALLBACK_EXIT_STATUS)  # not the oracle's answer: nothing sane follows
+        if "end" in reply:
+            os._exit(CALLBACK_EXIT_STATUS)  # the test is past its deadline: nothing follows
         if "op" not in reply:
             break
         _write(_answer(reply))  # the oracle, inside the callback, calls the product

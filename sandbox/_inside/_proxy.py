@@ -221,6 +221,8 @@ class _Link:
         self.pending: BaseException | None = None
         self.used = False
         self.last_facts: dict[str, Any] | None = None
+        self.overdue: float | None = None
+        """The start of the test that ran past its deadline (``ISOLATION["test_started"]``)."""
 
     def request(self, op: str, args: list[Any], kwargs: dict[str, Any] | None = None) -> Any:
         memo = Memo()  # what crossed by value: the reply may name it again, or change it
@@ -246,7 +248,10 @@ class _Link:
                 and time.monotonic() - started > self.test_timeout
             ):
                 # Each call is quick, the test is not: it drives product code without end.
-                # This call fails; the product process is not hung and serves the next test.
+                # This call fails; the product process is not hung and serves the next test,
+                # unless product code goes on calling the test's code (a retry loop that
+                # takes this failure for one more attempt: tenacity): then it is ended.
+                self.overdue = started
                 raise _fail(ProductHung, f"the test ran past its {self.test_timeout:g} s")
             self.used = True
             outer, self.pending = self.pending, None
@@ -305,6 +310,11 @@ class _Link:
             reply = loads(self._line(deadline))
             if "cb" not in reply:
                 return reply
+            if self.overdue is not None and self.overdue == ISOLATION["test_started"]:
+                # Product code keeps calling a test that is past its deadline: the product
+                # process ends (the next test gets a new one), and this call fails.
+                self._write(dumps({"end": "the test ran past its deadline"}))
+                continue
             answer = _serve_callback(self, reply)
             if self.dead is not None:  # the product failed inside the callback
                 raise _fail(*self.dead)
