@@ -1205,6 +1205,14 @@ FAITHFUL = textwrap.dedent(
         pass
 
 
+    class Ticks:  # an iterator of the product's: an Iterator to an ABC's isinstance
+        def __iter__(self):
+            return self
+
+        def __next__(self):
+            raise StopIteration
+
+
     def added_up(values):  # a test's objects added up, and grown in place (dpath's +=)
         total = values[0]
         for value in values[1:]:
@@ -2637,8 +2645,14 @@ def test_a_test_objects_container():  # cachetools' cachedmethod(lambda self: se
 def test_kept_classed_and_chained():
     import pytest
 
+    import collections.abc
+
     thing = lib.Plain()  # its class is the product's: cachetools' repr tests read its name
-    assert thing.__class__ is lib.Plain and thing.__class__.__name__ == "Plain"
+    assert thing.__class__ == lib.Plain and thing.__class__.__name__ == "Plain"
+    assert lib.keyed(self=thing.__class__()) != (thing, None)  # one more, made there
+    ticks = lib.Ticks()
+    assert isinstance(ticks, collections.abc.Iterator) and list(ticks) == []
+    assert ticks.__class__.__name__ == "Ticks" and repr(ticks.__class__) == repr(lib.Ticks)
     store = {}
     get = lib.memoize(store)  # the product keeps the test's dict: kept in step, both ways
     assert (get("a"), get("b"), get("a")) == (0, 1, 0) and store == {"a": 0, "b": 1}

@@ -493,6 +493,46 @@ _SEEN_AS: dict[str, type] = {"function": types.FunctionType, "method": types.Met
 """What ``__class__`` says for a product function or bound method, so ``inspect.isfunction``
 and ``inspect.ismethod`` (and ``inspect.getmembers`` with them) answer as in-process; every
 other handle is a ``Handle``."""
+
+
+class _ClassView(type):
+    """The metaclass of what ``__class__`` says for a plain product object: a class here
+    that derives from the object's handle class (an ABC's ``isinstance`` reads the handle's
+    protocol through it), named as the product class, whose calls and attribute reads are
+    the product class's, equal to its handle."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        return cls.__dict__["_pw_of"](*args, **kwargs)
+
+    def __getattr__(cls, name: str) -> Any:
+        return getattr(cls.__dict__["_pw_of"], name)
+
+    def __eq__(cls, other: object) -> bool:
+        return other is cls or other is cls.__dict__["_pw_of"]
+
+    __hash__ = type.__hash__
+
+    def __repr__(cls) -> str:
+        return repr(cls.__dict__["_pw_of"])
+
+
+_CLASS_VIEWS: dict[tuple[type, int], type] = {}
+
+
+def _class_view(handle_type: type, number: int, qualname: str) -> type:
+    found = _CLASS_VIEWS.get((handle_type, number))
+    if found is None:
+        klass = _handle(number, "type", True, "class")
+        name = qualname.rpartition(".")[2]
+        found = _ClassView(
+            name if name.isidentifier() else "Handle",
+            (handle_type,),
+            {"__slots__": (), "_pw_of": klass, "__qualname__": qualname},
+        )
+        _CLASS_VIEWS[(handle_type, number)] = found
+    return found
+
+
 _CLASSED = frozenset({"", "descriptor", "data-descriptor"})
 _CLASS_OF: dict[int, int] = {}
 """A plain product object's handle number -> its class's (sent with the handle)."""
@@ -857,10 +897,11 @@ class Handle:
                     return type
                 klass = _CLASS_OF.get(object.__getattribute__(self, "_pw_id"))
                 if klass is not None and kind in _CLASSED:
-                    # The product class, so ``x.__class__.__name__`` (cachetools' repr
-                    # tests) and ``x.__class__(...)`` answer as in one process; ``type(x)``
-                    # is still ``Handle``.
-                    return _handle(klass, "type", True, "class")
+                    # A view of the product class, so ``x.__class__.__name__`` (cachetools'
+                    # repr tests) and ``x.__class__(...)`` answer as in one process, while
+                    # an ABC's isinstance still reads the handle's own protocol (funcy's
+                    # ``isinstance(it, Iterator)``); ``type(x)`` is still ``Handle``.
+                    return _class_view(type(self), klass, object.__getattribute__(self, "_pw_type"))
                 return _SEEN_AS.get(kind, Handle)
             if name == "__dict__":
                 return _namespace(self, object.__getattribute__(self, "_pw_type"))
@@ -1136,6 +1177,8 @@ def _send(obj: Any) -> Any:
 
 
 def _tagged(obj: Any) -> Any:
+    if type(obj) is _ClassView:
+        obj = obj.__dict__["_pw_of"]  # x.__class__ sent back: the product class itself
     if type(obj) in HANDLE_TYPES:
         return ["h", object.__getattribute__(obj, "_pw_id")]
     if type(obj) in REBUILT_TYPES or type(obj) is ProductAlias:
