@@ -2867,6 +2867,132 @@ def test_by_hand():  # a clock patched another way: the product's is its own
 """
 
 
+EVENTS = textwrap.dedent(
+    """
+    import abc
+
+
+    class Event(abc.ABC):  # h11's events: classes the tests tell apart by type(e) is ...
+        def __init__(self, n):
+            self.n = n
+
+        def __repr__(self):
+            return f"{type(self).__name__}({self.n})"
+
+
+    class Request(Event):
+        pass
+
+
+    class Closed(Event):
+        pass
+
+
+    class Connection:
+        def __init__(self):
+            self.left = 3
+
+        def next_event(self):  # Closed, again and again, once the data is out
+            self.left -= 1
+            return Request(self.left) if self.left > 0 else Closed(0)
+
+
+    def make(kind):
+        return {"request": Request, "closed": Closed}[kind](1)
+
+
+    def local():
+        class Local:  # no module holds it by name: the same class only within a test
+            pass
+
+        return Local()
+
+
+    class Buffer:  # h11's ReceiveBuffer: grown in place
+        def __init__(self):
+            self.data = bytearray()
+
+        def __iadd__(self, more):
+            self.data += more
+            return self
+
+
+    class Counted(type):  # a metaclass of the product's own: its classes stay handles
+        pass
+
+
+    class Box(metaclass=Counted):
+        pass
+    """
+)
+CLASSES_TESTS = textwrap.dedent(
+    """
+    import copy
+    import pickle
+
+    import pytest
+
+    import lib.events as events
+    from lib.events import Box, Closed, Connection, Event, Request, make
+
+
+    def drain(conn):  # h11's get_all_events: it ends only on type(event) is Closed
+        got = []
+        while True:
+            event = conn.next_event()
+            got.append(event)
+            if type(event) is Closed:
+                return got
+
+
+    def test_type_is():
+        got = drain(Connection())
+        assert [type(e) for e in got] == [Request, Request, Closed]
+        assert type(got[0]) is Request is events.Request and type(make("closed")) is Closed
+        assert got[0].__class__ is Request and type(got[0]).__name__ == "Request"
+        assert type(got[0]) is not Event and isinstance(got[0], Event)
+        assert issubclass(Request, Event) and not issubclass(Event, Request)
+        assert not isinstance(got[0], Closed) and not isinstance(3, Request)
+        assert Request.__module__ == "lib.events" and Request.__qualname__ == "Request"
+        assert Request.__mro__[1] is Event and Request.__bases__ == (Event,)
+        assert "__init__" in Event.__dict__ and "__init__" not in Request.__dict__
+        assert type(Request(5)) is Request and Request(5).n == 5 and repr(got[2]) == "Closed(0)"
+        assert {Request: "r"}[type(got[0])] == "r" and isinstance(Request, type)
+        assert repr(Request) == "<class 'lib.events.Request'>"
+        assert pickle.loads(pickle.dumps(Request)) is Request
+        assert type(copy.copy(got[0])) is Request and copy.deepcopy(got[1]).n == 1
+        assert type(events.local()) is not type(events.local())  # a class per call there too
+        assert type(Box()) is not Box and isinstance(Box(), Box)  # another metaclass: a handle
+
+
+    def test_in_place():  # the product's own __iadd__, on the product's object
+        buf = events.Buffer()
+        same = buf
+        buf += b"ab"
+        buf += b"c"
+        assert buf is same and bytes(buf.data) == b"abc"
+        count = events.make("request")
+        with pytest.raises(TypeError, match="unsupported operand"):
+            count += 1  # neither __iadd__ nor __add__: the product's TypeError
+
+
+    def test_type_is_again():  # another test's process: the same classes, the same objects
+        assert type(make("request")) is Request and type(drain(Connection())[-1]) is Closed
+
+
+    class Mine(Event):  # a class statement on a plain product class: made in the product
+        def double(self):
+            return self.n * 2
+
+
+    def test_subclassed():
+        mine = Mine(4)
+        assert type(mine) is Mine and mine.double() == 8 and isinstance(mine, Event)
+        assert issubclass(Mine, Event) and Mine.__bases__ == (Event,)
+    """
+)
+
+
 def faithful_tree(root: Path) -> Path:
     for sub in ("lib", "tests", "data"):
         (root / sub).mkdir(parents=True)
@@ -2882,6 +3008,8 @@ def faithful_tree(root: Path) -> Path:
     (root / "tests" / "test_super_at_the_top.py").write_text(SUPER_AT_THE_TOP_TESTS)
     (root / "tests" / "test_broken.py").write_text(BROKEN_TESTS)
     (root / "tests" / "test_clock.py").write_text(CLOCK_TESTS)
+    (root / "lib" / "events.py").write_text(EVENTS)
+    (root / "tests" / "test_classes.py").write_text(CLASSES_TESTS)
     return root
 
 
@@ -3107,6 +3235,26 @@ def test_a_class_statement_on_a_product_class_makes_the_class_in_the_product(
     )  # fmt: skip
     got = run_faithful(faithful_tree(tmp_path), *names, module="subclassing")
     assert got == {name: ("pass", "", "isolated") for name in names}
+
+
+def test_a_plain_product_class_is_the_type_of_its_instances(tmp_path: Path) -> None:
+    """h11's tests end their event loops on ``type(event) is Closed``: with a handle for
+    every product object that never held, and all 78 of h11's tests gave no record. A plain
+    product class is a real class here, the type of its instances' handles, the same class
+    in every test's process; its attributes, MRO, namespace, pickle, copy and subclassing are
+    the product class's. A class made by a metaclass of the product's stays a handle. An
+    in-place operator on a product object is the product's own (h11's ``buffer += data``
+    fell back: a handle had no ``__iadd__``, and ``__add__`` is not the buffer's)."""
+    got = run_faithful(
+        faithful_tree(tmp_path), "type_is", "in_place", "type_is_again", "subclassed",
+        module="classes",
+    )  # fmt: skip
+    assert got == {
+        "type_is": ("pass", "", "isolated"),
+        "in_place": ("pass", "", "isolated"),
+        "type_is_again": ("pass", "", "isolated"),
+        "subclassed": ("pass", "", "isolated"),
+    }
 
 
 def test_a_clock_the_test_froze_is_frozen_in_the_product_too(tmp_path: Path) -> None:

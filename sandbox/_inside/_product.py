@@ -20,6 +20,7 @@ docs/design/isolated-oracle.md lists what still differs.
 
 from __future__ import annotations
 
+import abc
 import builtins
 import collections.abc
 import contextlib
@@ -236,6 +237,13 @@ def _out(obj: Any) -> Any:
     handle = ["h", _handle(obj), type(obj).__qualname__, callable(obj), kind]
     if kind in ("", "descriptor", "data-descriptor"):
         handle.append(_handle(type(obj)))  # its class, for ``x.__class__`` there
+        plain = _plain_class(type(obj)) if kind == "" else None
+        if plain is not None:
+            handle.append(plain)  # an instance of a plain class: of that class there too
+    elif kind == "class":
+        plain = _plain_class(obj)
+        if plain is not None:
+            handle.append(plain)  # a plain class: a real class there (``type(x) is C``)
     member = standard_member(obj)
     if member is not None:
         return ["se", *member, handle]  # re.IGNORECASE: the oracle's own member
@@ -243,6 +251,30 @@ def _out(obj: Any) -> Any:
     if named is not None:
         return ["sc", *named, handle]  # datetime: the oracle's own when it has it loaded
     return handle
+
+
+def _plain_class(cls: type) -> list[Any] | None:
+    """``[module, qualname, named]`` of a class made by ``type`` (or ``ABCMeta``: h11's
+    events are ABCs) in no module of the
+    standard library's or the test machinery's, and not an exception (those cross as
+    classes of their own): the oracle makes a real class for it, the type of its instances
+    there (h11's ``type(event) is Response``). ``named``: the class is the one its module
+    holds under that name, so the oracle may take it for the same class in every
+    property's process; else only for this handle."""
+    if type(cls) not in (type, abc.ABCMeta) or issubclass(cls, BaseException):
+        return None
+    module = cls.__dict__.get("__module__")
+    if type(module) is not str or module == "builtins":
+        return None
+    top = module.split(".")[0]
+    if top in sys.stdlib_module_names or top in MACHINERY_TOPS or top == "patchwarden":
+        return None
+    qualname = cls.__qualname__
+    found: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        space: Any = getattr(found, "__dict__", None)  # no attribute hook of the product's
+        found = space.get(part) if type(space) in (dict, types.MappingProxyType) else None
+    return [module[:200], qualname[:200], found is cls]
 
 
 def _in(tagged: list[Any]) -> Any:
@@ -1047,6 +1079,10 @@ def _subclass(name: Any, bases: Any, items: Any, kwds: Any, anchored: Any = Fals
     return made
 
 
+_IN_PLACE = (
+    "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "lshift", "rshift",
+    "and", "or", "xor",
+)  # fmt: skip
 OPS: dict[str, Any] = {
     "repr": repr, "str": str, "len": len, "hash": hash, "bool": bool, "iter": iter,
     "next": next, "isinstance": isinstance, "issubclass": issubclass, "format": format,
@@ -1076,6 +1112,8 @@ OPS: dict[str, Any] = {
     "lshift": operator.lshift, "rshift": operator.rshift, "and": operator.and_,
     "or": operator.or_, "xor": operator.xor, "neg": operator.neg, "pos": operator.pos,
     "abs": operator.abs, "invert": operator.invert, "zone": zone_answer,
+    # In place (h11's ``buffer += data``): the product's own protocol, __iadd__ or __add__.
+    **{f"i{op}": getattr(operator, f"i{op}") for op in _IN_PLACE},
 }  # fmt: skip
 
 

@@ -496,40 +496,120 @@ other handle is a ``Handle``."""
 
 
 class _ClassView(type):
-    """The metaclass of what ``__class__`` says for a plain product object: a class here
-    that derives from the object's handle class (an ABC's ``isinstance`` reads the handle's
-    protocol through it), named as the product class, whose calls and attribute reads are
-    the product class's, equal to its handle."""
+    """The metaclass of the classes that stand for product classes here. A plain product
+    class (made by ``type``: sandbox/_inside/_product.py ``_plain_class``) is one of these,
+    and the type of its instances' handles: ``type(event) is Response`` holds, as in one
+    process (h11's event loops end on it). For any other, what ``__class__`` says of an
+    instance. Each derives from its instances' handle class (an ABC's ``isinstance`` reads
+    the handle's protocol through it), is named as the product class, and every attribute
+    read, set or deleted on it, its call, subscript and ``isinstance`` are the product
+    class's; a class statement on it makes the class in the product (``_Subclassing``)."""
+
+    def __new__(
+        mcls, name: str, bases: tuple[Any, ...], namespace: dict[str, Any], **kwds: Any
+    ) -> Any:
+        marked = tuple(
+            _base_marker(_VIEW_OF[b]) if type(b) is _ClassView else b for b in bases
+        )  # fmt: skip
+        return _subclass_in_product(name, marked, namespace, kwds)
+
+    def __getattribute__(cls, name: str) -> Any:
+        if name in _VIEW_OWN:
+            return type.__getattribute__(cls, name)
+        return getattr(_VIEW_OF[cls], name)
+
+    def __setattr__(cls, name: str, value: Any) -> None:
+        setattr(_VIEW_OF[cls], name, value)
+
+    def __delattr__(cls, name: str) -> None:
+        delattr(_VIEW_OF[cls], name)
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        return cls.__dict__["_pw_of"](*args, **kwargs)
+        return _VIEW_OF[cls](*args, **kwargs)
 
-    def __getattr__(cls, name: str) -> Any:
-        return getattr(cls.__dict__["_pw_of"], name)
+    def __getitem__(cls, key: Any) -> Any:
+        return _VIEW_OF[cls][key]  # Base[KT, VT]: the product's alias
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        of: Any = _VIEW_OF[cls]  # a handle: its __instancecheck__ asks the product
+        return type.__subclasscheck__(cls, type(obj)) or isinstance(obj, of)
+
+    def __subclasscheck__(cls, sub: Any) -> bool:
+        of: Any = _VIEW_OF[cls]
+        return sub is cls or issubclass(sub, of)
 
     def __eq__(cls, other: object) -> bool:
-        return other is cls or other is cls.__dict__["_pw_of"]
+        return other is cls or other is _VIEW_OF[cls]
 
     __hash__ = type.__hash__
 
     def __repr__(cls) -> str:
-        return repr(cls.__dict__["_pw_of"])
+        return repr(_VIEW_OF[cls])
+
+    def __dir__(cls) -> Any:
+        return dir(_VIEW_OF[cls])
 
 
+_VIEW_OF: dict[type, Handle] = {}
+"""A class that stands for a product class here -> the product class's handle."""
 _CLASS_VIEWS: dict[tuple[type, int], type] = {}
+_PRODUCT_CLASSES: dict[Any, type] = {}
+"""A plain product class's real class here, by ``(module, qualname)`` when its module holds
+it by that name (the same class in every property's process), else by its handle."""
+_OWN_DICT = type.__dict__["__dict__"].__get__
+_OWN_MRO = type.__dict__["__mro__"].__get__
+"""A class's own namespace and MRO here: on a class standing for a product class,
+``cls.__dict__`` and ``cls.__mro__`` are the product class's (``typing.get_type_hints``,
+an ABC's ``__subclasshook__``), so the oracle's own code reads them with these."""
 
 
-def _class_view(handle_type: type, number: int, qualname: str) -> type:
+def _class_view(handle_type: type, number: int, qualname: str, module: str = "") -> type:
     found = _CLASS_VIEWS.get((handle_type, number))
     if found is None:
         klass = _handle(number, "type", True, "class")
         name = qualname.rpartition(".")[2]
-        found = _ClassView(
-            name if name.isidentifier() else "Handle",
-            (handle_type,),
-            {"__slots__": (), "_pw_of": klass, "__qualname__": qualname},
+        namespace = {"__slots__": (), "__qualname__": qualname, "__pw_handle__": number}
+        if module:
+            namespace["__module__"] = module
+        found = type.__new__(
+            _ClassView, name if name.isidentifier() else "Handle", (handle_type,), namespace
         )
+        _VIEW_OF[found] = klass
         _CLASS_VIEWS[(handle_type, number)] = found
+        HANDLE_TYPES.add(found)  # the type of handles, for a plain class (_product_class)
+    return found
+
+
+def _product_class(number: int, facts: Any) -> type | None:
+    """The real class here for the plain product class ``number`` (``_ClassView``), or
+    None when ``facts`` are not ``[module, qualname, named]``."""
+    if (
+        type(facts) is not list
+        or len(facts) != 3
+        or type(facts[0]) is not str
+        or type(facts[1]) is not str
+        or type(facts[2]) is not bool
+        or not all(part.isidentifier() for part in facts[0].split("."))
+        or not all(part.isidentifier() or part == "<locals>" for part in facts[1].split("."))
+    ):
+        return None  # names only: what pickle imports by them here
+    module, qualname, named = facts
+    key: Any = (module, qualname) if named else number
+    found = _PRODUCT_CLASSES.get(key)
+    if found is None:
+        found = _class_view(Handle, number, qualname, module)
+        _PRODUCT_CLASSES[key] = found
+        return found
+    kept = object.__getattribute__(_VIEW_OF[found], "_pw_id")
+    if kept != number:
+        if _live_number(kept):
+            # Two classes alive under one name (the product bound a new one to it): this
+            # one is not the class the test holds.
+            return _class_view(Handle, number, qualname, module)
+        # Read during an earlier property, whose process is gone: this property's process
+        # gave the same class out again (as for a module: _proxy_module).
+        _MOVED[kept] = number
+        _CLASS_VIEWS.setdefault((Handle, number), found)
     return found
 
 
@@ -569,6 +649,12 @@ what a class statement, pickle, copy and the attribute protocol ask of the objec
 and what the standard library reads to compare with its own markers (``dataclasses.fields``
 tells a field by ``f._field_type is _FIELD``: the product's marker is not the oracle's, and
 it would find no field at all), which the handle does not have."""
+_VIEW_OWN = _CLASS_OWN | {
+    "__name__", "__qualname__", "__module__", "__class__", "__pw_handle__", "__slots__",
+    "__basicsize__", "__itemsize__", "__flags__", "__dictoffset__", "__weakrefoffset__",
+}  # fmt: skip
+"""What a class standing for a product class (``_ClassView``) answers itself: its names,
+and the protocol its instances' handles are operated by (``copy`` asks ``cls.__copy__``)."""
 _METHOD_PARTS = frozenset({"__func__", "__self__"})
 _FUNCTION_INTERNALS = frozenset(
     {"__code__", "__defaults__", "__kwdefaults__", "__globals__", "__closure__", "__builtins__",
@@ -698,6 +784,10 @@ def _subclass_in_product(
             items.append([key, "value", value])
     made = _link().request("subclass", [name, product_bases, items, kwds, anchored])
     if anchored:
+        if type(made) is _ClassView:
+            # Its instances are the anchor's (below), and Python requires a class statement
+            # whose methods name __class__ to give the class that cell holds, or no class.
+            made = _VIEW_OF[made]
         namespace["__classcell__"].cell_contents = _anchor(name, made)
     return made
 
@@ -770,13 +860,16 @@ def _anchor(name: str, made: Any) -> type:
     return anchor
 
 
-def _handle(number: int, typename: str, is_callable: bool, kind: str = "") -> Handle:
+def _handle(
+    number: int, typename: str, is_callable: bool, kind: str = "", of: type | None = None
+) -> Handle:
     found = _HANDLES.get(number)
     if found is None:
-        cls: Any = _HANDLE_KINDS.get(kind, Handle)
+        cls: Any = _HANDLE_KINDS.get(kind, Handle) if of is None else of
         if kind[:9] == "anchored:" and kind[9:].isdigit():
             cls = _ANCHORS.get(int(kind[9:]), Handle)
-        found = cls.__new__(cls)
+        # (a class standing for a product class answers ``__new__`` with the product's)
+        found = object.__new__(cls) if type(cls) is _ClassView else cls.__new__(cls)  # type: ignore[arg-type]
         object.__setattr__(found, "_pw_id", number)
         object.__setattr__(found, "_pw_type", typename)
         object.__setattr__(found, "_pw_callable", is_callable)
@@ -895,6 +988,8 @@ class Handle:
                     # looks for docstrings only in what isclass says is one: ordered-set's
                     # --doctest-modules); what only a real type can do still meets a handle.
                     return type
+                if type(type(self)) is _ClassView:
+                    return type(self)  # an instance of a plain product class: its class
                 klass = _CLASS_OF.get(object.__getattribute__(self, "_pw_id"))
                 if klass is not None and kind in _CLASSED:
                     # A view of the product class, so ``x.__class__.__name__`` (cachetools'
@@ -1088,6 +1183,12 @@ def _compare(name: str) -> Any:
     return compare
 
 
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "lshift",
+              "rshift", "and", "or", "xor"):  # fmt: skip
+    # In place, by the product's own protocol (h11's ``buffer += data`` on its __iadd__).
+    setattr(
+        Handle, f"__i{_name}__", (lambda op: lambda self, other: _op(op, self, other))(f"i{_name}")
+    )
 for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
     setattr(Handle, f"__{_name}__", _compare(_name))
 for _name in ("neg", "pos", "abs", "invert"):
@@ -1178,7 +1279,7 @@ def _send(obj: Any) -> Any:
 
 def _tagged(obj: Any) -> Any:
     if type(obj) is _ClassView:
-        obj = obj.__dict__["_pw_of"]  # x.__class__ sent back: the product class itself
+        obj = _VIEW_OF[obj]  # a class standing for a product class: the class itself
     if type(obj) in HANDLE_TYPES:
         return ["h", object.__getattribute__(obj, "_pw_id")]
     if type(obj) in REBUILT_TYPES or type(obj) is ProductAlias:
@@ -1190,8 +1291,8 @@ def _tagged(obj: Any) -> Any:
             return ["rbo", _give(obj)[1], *parts]
     if type(obj) is ProxyModule:
         return ["h", _module_dict(obj)["__pw_handle__"]]
-    if issubclass(type(obj), type) and "__pw_handle__" in obj.__dict__:
-        return ["h", obj.__dict__["__pw_handle__"]]
+    if issubclass(type(obj), type) and "__pw_handle__" in _OWN_DICT(obj):
+        return ["h", _OWN_DICT(obj)["__pw_handle__"]]
     own = getattr(obj, "__dict__", None) if isinstance(obj, BaseException) else None
     if type(own) is dict and own.get(FROM_PRODUCT) is True and type(own.get("__pw_exc__")) is int:
         return ["h", own["__pw_exc__"]]  # one the product raised or handed over: its own
@@ -1290,6 +1391,8 @@ def _number_of(value: Any) -> int | None:
         return object.__getattribute__(value, "_pw_id")  # type: ignore[no-any-return]
     if kind is int:
         return None
+    if kind is _ClassView:
+        return object.__getattribute__(_VIEW_OF[value], "_pw_id")  # type: ignore[no-any-return]
     if kind is ProxyModule:
         return _module_dict(value).get("__pw_handle__")  # type: ignore[no-any-return]
     if kind in REBUILT_TYPES or kind is ProductAlias:
@@ -1435,10 +1538,10 @@ _NAMEDTUPLE_OWN = frozenset(
 def _plain_namedtuple(cls: Any) -> bool:
     """A class ``collections.namedtuple`` (or ``typing.NamedTuple``) made, with nothing of
     the test's own in it (no method a mirror would lack)."""
-    fields = cls.__dict__.get("_fields") if issubclass(type(cls), type) else None
-    if cls.__bases__ != (tuple,) or type(fields) is not tuple or "_make" not in cls.__dict__:
+    fields = _OWN_DICT(cls).get("_fields") if issubclass(type(cls), type) else None
+    if cls.__bases__ != (tuple,) or type(fields) is not tuple or "_make" not in _OWN_DICT(cls):
         return False
-    return set(cls.__dict__) <= _NAMEDTUPLE_OWN | set(fields) and not _machinery(cls)
+    return set(_OWN_DICT(cls)) <= _NAMEDTUPLE_OWN | set(fields) and not _machinery(cls)
 
 
 def _test_exception_class(obj: Any) -> bool:
@@ -1448,7 +1551,7 @@ def _test_exception_class(obj: Any) -> bool:
         issubclass(type(obj), type)
         and issubclass(obj, Exception)
         and obj.__module__ != "builtins"
-        and "__pw_handle__" not in obj.__dict__
+        and "__pw_handle__" not in _OWN_DICT(obj)
         and not _machinery(obj)
     )
 
@@ -1466,10 +1569,10 @@ def _exception_mirror(cls: type) -> list[Any]:
     for base in cls.__bases__:
         if _test_exception_class(base):
             tagged = _exception_mirror(base)
-        elif "__pw_handle__" in base.__dict__:
-            tagged = ["h", base.__dict__["__pw_handle__"]]
+        elif "__pw_handle__" in _OWN_DICT(base):
+            tagged = ["h", _OWN_DICT(base)["__pw_handle__"]]
         elif issubclass(base, BaseException):
-            builtin = next(c for c in base.__mro__ if c.__module__ == "builtins")
+            builtin = next(c for c in _OWN_MRO(base) if c.__module__ == "builtins")
             tagged = ["bt", builtin.__name__]
         else:
             continue  # a mixin of the test's: its methods stay here
@@ -1480,13 +1583,13 @@ def _exception_mirror(cls: type) -> list[Any]:
 
 def _refused_class(cls: type) -> bool:
     """A class of the oracle's that ``_send`` refuses (not a built-in by name, not a proxy)."""
-    if "__pw_handle__" in cls.__dict__:
+    if "__pw_handle__" in _OWN_DICT(cls):
         return False
     return getattr(builtins, cls.__name__, None) is not cls
 
 
 def _machinery(cls: type) -> bool:
-    return any(str(getattr(c, "__module__", "")).split(".")[0] in _MACHINERY for c in cls.__mro__)
+    return any(str(getattr(c, "__module__", "")).split(".")[0] in _MACHINERY for c in _OWN_MRO(cls))
 
 
 def _give(obj: Any) -> list[Any]:
@@ -1542,7 +1645,7 @@ def _test_class(cls: Any) -> bool:
         issubclass(type(cls), type)
         and module.split(".")[0] not in sys.stdlib_module_names
         and module != "builtins"
-        and "__pw_handle__" not in cls.__dict__
+        and "__pw_handle__" not in _OWN_DICT(cls)
         and not _machinery(cls)
     )
 
@@ -1588,7 +1691,7 @@ def _dataclass_instance(obj: Any) -> bool:
         not issubclass(type(obj), type)
         and dataclasses.is_dataclass(obj)
         and not _machinery(type(obj))
-        and "__pw_handle__" not in type(obj).__dict__
+        and "__pw_handle__" not in _OWN_DICT(type(obj))
     )
 
 
@@ -1725,9 +1828,9 @@ def _plain_instance(obj: Any) -> bool:
         c is object
         or (
             str(getattr(c, "__module__", "")).split(".")[0] not in sys.stdlib_module_names
-            and "__pw_handle__" not in c.__dict__
+            and "__pw_handle__" not in _OWN_DICT(c)
         )
-        for c in kind.__mro__
+        for c in _OWN_MRO(kind)
     )
 
 
@@ -1941,18 +2044,18 @@ def _crossed(link: _Link, exc: BaseException) -> dict[str, Any]:
     if type(own) is int:
         return {"h": own}
     if isinstance(exc, Exception) and not _machinery(type(exc)):
-        base = next(c for c in type(exc).__mro__ if c.__module__ == "builtins")
+        base = next(c for c in _OWN_MRO(type(exc)) if c.__module__ == "builtins")
         try:
             text = str(exc)[:2000]
         except Exception:
             text = type(exc).__name__
         args = encode(exc.args, _send) if is_plain(exc.args) else None
         crossing = {"bx": base.__name__, "args": args, "str": text, "oracle": _give(exc)[1]}
-        product = next((c for c in type(exc).__mro__ if "__pw_handle__" in c.__dict__), None)
+        product = next((c for c in _OWN_MRO(type(exc)) if "__pw_handle__" in _OWN_DICT(c)), None)
         if product is not None:
             # One of the product's classes the test raised (voluptuous' validators raise
             # Invalid): an instance of that class there, so product code's `except` takes it.
-            crossing["product"] = product.__dict__["__pw_handle__"]
+            crossing["product"] = _OWN_DICT(product)["__pw_handle__"]
         if _test_exception_class(type(exc)):
             crossing["mirror"] = _exception_mirror(type(exc))  # raised there as a MyError
             # A library's (pytz's NonExistentTimeError, from the test's zone): the product's
@@ -1966,10 +2069,16 @@ def _crossed(link: _Link, exc: BaseException) -> dict[str, Any]:
 
 def _receive(tagged: list[Any]) -> Any:
     tag = tagged[0]
-    if tag == "h" and len(tagged) in (5, 6) and type(tagged[1]) is int and type(tagged[4]) is str:
-        kind = tagged[4]
-        if len(tagged) == 6 and type(tagged[5]) is int and kind in _CLASSED:
+    if tag == "h" and 5 <= len(tagged) <= 7 and type(tagged[1]) is int and type(tagged[4]) is str:
+        kind, of = tagged[4], None
+        if len(tagged) in (6, 7) and type(tagged[5]) is int and kind in _CLASSED:
             _CLASS_OF[tagged[1]] = tagged[5]
+            if len(tagged) == 7 and kind == "":
+                of = _product_class(tagged[5], tagged[6])  # h11's type(event) is Response
+        if len(tagged) == 6 and kind == "class":
+            plain = _product_class(tagged[1], tagged[5])
+            if plain is not None:
+                return plain
         if kind.startswith("module:"):
             module = _proxy_module(tagged[1], kind.removeprefix("module:"))
             if module is not None:
@@ -1980,7 +2089,7 @@ def _receive(tagged: list[Any]) -> Any:
                 # something the test then calls on the product's word (subprocess, os).
                 return own
             kind = ""
-        return _handle(tagged[1], str(tagged[2])[:200], bool(tagged[3]), kind)
+        return _handle(tagged[1], str(tagged[2])[:200], bool(tagged[3]), kind, of)
     if tag == "se" and len(tagged) == 5 and all(type(t) is str for t in tagged[1:4]):
         # A member of a standard-library enum the product gave: this one when its module is
         # loaded here, else the product's handle.
@@ -2085,7 +2194,11 @@ def _exception_class(desc: list[Any]) -> type[BaseException] | None:
     if desc[1] in _EXCEPTION_CLASSES:
         return _EXCEPTION_CLASSES[desc[1]]
     library = library_exception(desc[2], desc[3])
-    if library is not None and "__pw_handle__" not in library.__dict__ and not _machinery(library):
+    if (
+        library is not None
+        and "__pw_handle__" not in _OWN_DICT(library)
+        and not _machinery(library)
+    ):
         _EXCEPTION_CLASSES[desc[1]] = library
         return library  # pytz's NonExistentTimeError: the test's `except` names this one
     bases = [_exception_class(b) for b in desc[5]] if type(desc[5]) is list else [None]
@@ -2114,7 +2227,7 @@ def _new_product_exception(cls: type[BaseException], *args: Any, **kwargs: Any) 
     simpleeval's ``AttributeDoesNotExist("foo", "foo in bar")``): made in the product, where
     its ``__init__`` sets what product code and the test read of it (``e.attr``), and an
     instance of this class here for it."""
-    number = cls.__dict__.get("__pw_handle__")
+    number = _OWN_DICT(cls).get("__pw_handle__")
     if type(number) is not int:
         return BaseException.__new__(cls, *args)
     made = _link().request("call", [_handle(number, cls.__name__, True, "class"), *args], kwargs)
@@ -2242,12 +2355,12 @@ def _exception(raised: Any) -> BaseException:
     if type(args) is not tuple:
         args = (text,)
     try:
-        mirrored = cls.__module__ != "builtins" and "__pw_handle__" not in cls.__dict__
+        mirrored = cls.__module__ != "builtins" and "__pw_handle__" not in _OWN_DICT(cls)
         exc = cls(*args) if cls.__module__ == "builtins" or mirrored else _bare(cls, args)
     except Exception:
         exc = _bare(cls, args)
     exc.args = args
-    if cls.__module__ != "builtins" and "__pw_handle__" in cls.__dict__:
+    if cls.__module__ != "builtins" and "__pw_handle__" in _OWN_DICT(cls):
         vars(exc)["__pw_str__"] = text
         if type(raised.get("repr")) is str:
             vars(exc)["__pw_repr__"] = raised["repr"][:2000]

@@ -58,6 +58,9 @@ QUARANTINE_BASE = "base-quarantine"
 GUARDED_BASE = "base-guarded"
 """A commit on top of `base` whose contract adds a guard: `order_total` leaves the list it is
 given as it was (what a project's "does not mutate its argument" test says)."""
+SEARCH_BASE = "base-search"
+"""A commit on top of `base` with a product function handed the interpreter's own import
+path (``first_dir(sys.path)``) by a property of the contract."""
 GAP_BASE = "base-gap"
 """A commit on top of `base` whose contract adds a guard the isolated oracle cannot judge as
 one process does: ``type(order_total) is type(lambda: None)`` (tabulate's API test), false of a
@@ -357,6 +360,40 @@ def gap_files() -> dict[str, FileSpec]:
     return {
         PROPERTY_FILE: Write(BASE_PROPERTIES + GAP_PROPERTY),
         CONTRACT_FILE: Write(BASE_CONTRACT.rstrip("\n") + "\n" + GAP_CONTRACT),
+    }
+
+
+SEARCH_MODULE = "orders/search.py"
+SEARCH_PRODUCT = """import os
+
+
+def first_dir(paths):
+    \"\"\"The first entry of ``paths`` that is a directory.\"\"\"
+    return next((p for p in paths if isinstance(p, str) and os.path.isdir(p)), None)
+"""
+SEARCH_PROPERTY = """
+
+def test_first_dir_of_the_import_path() -> None:
+    import sys
+
+    from orders.search import first_dir
+
+    before = list(sys.path)
+    found = first_dir(sys.path)
+    assert found is None or found in before
+"""
+SEARCH_CONTRACT = """  - id: prop.first_dir_of_the_import_path
+    oracle: "first_dir finds a directory of the interpreter's import path"
+    test: "tests/properties/test_orders.py::test_first_dir_of_the_import_path"
+"""
+
+
+def search_files() -> dict[str, FileSpec]:
+    """What SEARCH_BASE adds to `base`: the product function, its property and entry."""
+    return {
+        SEARCH_MODULE: Write(SEARCH_PRODUCT),
+        PROPERTY_FILE: Write(BASE_PROPERTIES + SEARCH_PROPERTY),
+        CONTRACT_FILE: Write(BASE_CONTRACT.rstrip("\n") + "\n" + SEARCH_CONTRACT),
     }
 
 

@@ -41,6 +41,7 @@ from .cases import (
     FIX_TOTAL,
     GAP_BASE,
     GUARDED_BASE,
+    SEARCH_BASE,
     AttackCase,
     Expected,
     FileSpec,
@@ -807,6 +808,40 @@ ISOLATION_CASES: tuple[AttackCase, ...] = (
         reject("regression", isolation="pass"),
         "isolated-oracle",
         parent=GUARDED_BASE,
+        oracle="isolated",
+    ),
+    AttackCase(
+        "isolation_import_path_written_back",
+        "wire-write-back",
+        "the bug left in place, and first_dir, handed the interpreter's own import path by a "
+        "property, puts the tree's orders/_shadow at its front (a directory of modules the "
+        "oracle would import from then on instead of its own). The product's in-place changes "
+        "to a list it is sent are written back into the oracle's object, and this one was "
+        "sys.path: the patch chose what the oracle imports. No write-back or kept container "
+        "ever changes the interpreter's own containers: refused, the property runs "
+        "in-process (named), where the insert is into its own import path, which it sees "
+        "changed: a regression",
+        {
+            "orders/search.py": Write(
+                textwrap.dedent("""
+                    import os
+
+                    _SHADOW = os.path.join(os.path.dirname(__file__), "_shadow")
+
+
+                    def first_dir(paths):
+                        if isinstance(paths, list) and _SHADOW not in paths:
+                            paths.insert(0, _SHADOW)
+                        return next(
+                            (p for p in paths if isinstance(p, str) and os.path.isdir(p)), None
+                        )
+                """)
+            ),
+            "orders/_shadow/README": Write("modules the patch would have the oracle import\n"),
+        },
+        reject("regression", "shared_variant_fail", isolation="review"),
+        "isolated-oracle",
+        parent=SEARCH_BASE,
         oracle="isolated",
     ),
     # -- a guard the isolated oracle cannot judge as one process does -------------------------

@@ -41,6 +41,7 @@ from .cases import (
     GUARDED_BASE,
     QUARANTINE_BASE,
     QUARANTINE_FILE,
+    SEARCH_BASE,
     AttackCase,
     Binary,
     Delete,
@@ -50,6 +51,7 @@ from .cases import (
     Write,
     gap_files,
     guarded_files,
+    search_files,
 )
 
 CONTRACT = CONTRACT_FILE
@@ -264,6 +266,7 @@ class AttackLab:
         )
         self._commit("base", GUARDED_BASE, guarded_files(), "Guard: order_total keeps its list")
         self._commit("base", GAP_BASE, gap_files(), "Guard: order_total is a plain function")
+        self._commit("base", SEARCH_BASE, search_files(), "first_dir, handed the import path")
 
     def commit_case(self, case: AttackCase) -> str:
         return self._commit(case.parent, f"attack-{case.name}", case.files, case.story)
