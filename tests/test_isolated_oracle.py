@@ -2901,6 +2901,16 @@ EVENTS = textwrap.dedent(
         return {"request": Request, "closed": Closed}[kind](1)
 
 
+    def rebind():  # a new class bound to the old name (a reload does this)
+        global Request
+
+        class Request(Event):
+            pass
+
+        Request.__qualname__ = "Request"
+        return Request
+
+
     def local():
         class Local:  # no module holds it by name: the same class only within a test
             pass
@@ -2974,6 +2984,13 @@ CLASSES_TESTS = textwrap.dedent(
         count = events.make("request")
         with pytest.raises(TypeError, match="unsupported operand"):
             count += 1  # neither __iadd__ nor __add__: the product's TypeError
+
+
+    def test_rebound():  # two live classes under one name are two classes here too
+        new = events.rebind()
+        made = events.make("request")
+        assert type(made) is new and type(made) is not Request and new is not Request
+        assert isinstance(made, Event) and not isinstance(Request(1), new)
 
 
     def test_type_is_again():  # another test's process: the same classes, the same objects
@@ -3246,12 +3263,13 @@ def test_a_plain_product_class_is_the_type_of_its_instances(tmp_path: Path) -> N
     in-place operator on a product object is the product's own (h11's ``buffer += data``
     fell back: a handle had no ``__iadd__``, and ``__add__`` is not the buffer's)."""
     got = run_faithful(
-        faithful_tree(tmp_path), "type_is", "in_place", "type_is_again", "subclassed",
-        module="classes",
+        faithful_tree(tmp_path), "type_is", "in_place", "rebound", "type_is_again",
+        "subclassed", module="classes",
     )  # fmt: skip
     assert got == {
         "type_is": ("pass", "", "isolated"),
         "in_place": ("pass", "", "isolated"),
+        "rebound": ("pass", "", "isolated"),
         "type_is_again": ("pass", "", "isolated"),
         "subclassed": ("pass", "", "isolated"),
     }
