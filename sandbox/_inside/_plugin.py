@@ -44,10 +44,10 @@ if TYPE_CHECKING:
         COLLECTING,
         FROM_PRODUCT,
         ISOLATION,
-        PROXY_TYPES,
         IsolationRefused,
         ProductFailure,
         _refuse,
+        names_a_proxy_type,
         next_property,
         ours,
     )
@@ -529,7 +529,7 @@ def _refuse_proxy_type_errors(excinfo):
     if _from_product(excinfo.value):
         return
     text = str(excinfo.value)
-    if any(t in text for t in (*PROXY_TYPES, "(type=Handle)")):
+    if names_a_proxy_type(text) or "(type=Handle)" in text:
         _refuse(f"a product object stood where the oracle's code needs its type: {text[:160]}")
 
 

@@ -152,6 +152,19 @@ where it needs the real object (``await <handle>``: "object Handle can't be used
 expression"; ``async for``: "requires an object with __aiter__ method, got Handle")."""
 
 
+_VIEW_NAMES: set[str] = set()
+"""``'Name'`` of each class here that stands for a product class (``_ClassView``): the type
+C code names when it meets one of their instances, each a handle here."""
+
+
+def names_a_proxy_type(text: str) -> bool:
+    """Whether an oracle-side error's text names a proxy's type (``PROXY_TYPES``, or a class
+    standing for a product class: "a bytes-like object is required, not 'Response'"). The
+    oracle never holds a real instance of a product class, so such a text is about a handle
+    where C code needs the real object."""
+    return any(t in text for t in PROXY_TYPES) or any(n in text for n in _VIEW_NAMES)
+
+
 COLLECTING = "<collection>"
 """Where a refusal made outside any test is recorded: every property runs in-process, unless
 the refusal turns out to be one test module's (sandbox/_inside/_plugin.py)."""
@@ -187,7 +200,7 @@ def ours(exc: BaseException, depth: int = 0) -> bool:
     if hasattr(exc, "__dict__") and vars(exc).get(FROM_PRODUCT) is True:
         return False  # the product's answer, whatever its text names (it cannot choose the
         # in-process fallback by naming a proxy type)
-    if isinstance(exc, TypeError | AttributeError) and any(t in str(exc) for t in PROXY_TYPES):
+    if isinstance(exc, TypeError | AttributeError) and names_a_proxy_type(str(exc)):
         return True
     tb = exc.__traceback__
     while tb is not None and tb.tb_next is not None:
@@ -575,6 +588,8 @@ def _class_view(handle_type: type, number: int, qualname: str, module: str = "")
             _ClassView, name if name.isidentifier() else "Handle", (handle_type,), namespace
         )
         _VIEW_OF[found] = klass
+        if not hasattr(builtins, name):  # never a built-in's name ('int', 'str')
+            _VIEW_NAMES.add(f"'{name}'")
         _CLASS_VIEWS[(handle_type, number)] = found
         HANDLE_TYPES.add(found)  # the type of handles, for a plain class (_product_class)
     return found
