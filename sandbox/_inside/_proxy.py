@@ -510,9 +510,9 @@ other handle is a ``Handle``."""
 
 class _ClassView(type):
     """The metaclass of the classes that stand for product classes here. A plain product
-    class (made by ``type``: sandbox/_inside/_product.py ``_plain_class``) is one of these,
-    and the type of its instances' handles: ``type(event) is Response`` holds, as in one
-    process (h11's event loops end on it). For any other, what ``__class__`` says of an
+    class (made by ``type`` or ``ABCMeta``: sandbox/_inside/_product.py ``_plain_class``) is
+    one of these, and the type of its instances' handles: ``type(event) is Response`` holds,
+    as in one process (h11's event loops end on it). For any other, what ``__class__`` says of an
     instance. Each derives from its instances' handle class (an ABC's ``isinstance`` reads
     the handle's protocol through it), is named as the product class, and every attribute
     read, set or deleted on it, its call, subscript and ``isinstance`` are the product
