@@ -66,8 +66,11 @@ def isolation_share(logs: Path) -> tuple[int, int, dict[str, int]]:
     return isolated, total, reasons
 
 
-def round_trip_us(tree: Path, calls: int) -> float:
-    """Median over 5 batches of ``calls`` calls of ``orders.bulk_price``, per call."""
+def round_trip_us(tree: Path, calls: int) -> tuple[float, float]:
+    """Medians over 5 batches of ``calls`` calls of ``orders.bulk_price``, per call: the
+    function held by the test (one request a call), and read from the module at each call
+    (``orders.bulk_price(...)``: one request too since the read and the call go together,
+    two before), interleaved."""
     req_r, req_w = os.pipe()
     rep_r, rep_w = os.pipe()
     status_r, status_w = os.pipe()
@@ -89,13 +92,17 @@ def round_trip_us(tree: Path, calls: int) -> float:
     try:
         import orders  # the proxy module: every call below crosses the wire
 
-        price, batches = orders.bulk_price, []
+        price, held, read = orders.bulk_price, [], []
         for _ in range(5):
             start = time.perf_counter()
             for qty in range(calls):
                 price(Decimal("12.34"), qty % 40)
-            batches.append((time.perf_counter() - start) / calls * 1e6)
-        return statistics.median(batches)
+            held.append((time.perf_counter() - start) / calls * 1e6)
+            start = time.perf_counter()
+            for qty in range(calls):
+                orders.bulk_price(Decimal("12.34"), qty % 40)
+            read.append((time.perf_counter() - start) / calls * 1e6)
+        return statistics.median(held), statistics.median(read)
     finally:
         proc.kill()
         proc.wait()
@@ -139,7 +146,7 @@ def main() -> None:
         worktree = base / "rt"
         subprocess.run(["git", "-C", str(repo), "worktree", "add", "-q", str(worktree), "base"],
                        check=True)  # fmt: skip
-        trip = round_trip_us(worktree, args.calls)
+        trip, read_trip = round_trip_us(worktree, args.calls)
     iso, inproc = statistics.median(times["isolated"]), statistics.median(times["in-process"])
     print(f"score isolated   median {iso:.2f} s  {times['isolated']}  {decisions['isolated']}")
     print(
@@ -153,6 +160,10 @@ def main() -> None:
         print(f"{mode} / baseline {mode}: {ours / theirs:.3f}")
     print(f"records isolated: {isolated}/{total}; in-process: {reasons or 'none'}")
     print(f"round trip (bulk_price(Decimal, int), plain subprocess): {trip:.1f} us per call")
+    print(
+        f"read and called (orders.bulk_price(...)): {read_trip:.1f} us per call, "
+        f"{read_trip / trip:.2f} of the held function's"
+    )
 
 
 if __name__ == "__main__":

@@ -3014,6 +3014,90 @@ CLASSES_TESTS = textwrap.dedent(
 )
 
 
+CALLS = textwrap.dedent(
+    """
+    class Recorder:  # logs every read of an m_ name, as the product sees them
+        def __init__(self):
+            object.__setattr__(self, "log", [])
+
+        def __getattribute__(self, name):
+            if name[:2] == "m_":
+                object.__getattribute__(self, "log").append("read " + name)
+            return object.__getattribute__(self, name)
+
+        def m_outer(self, *args, **kwargs):
+            self.log.append("call m_outer")
+            return (args, kwargs)
+
+        def m_inner(self):
+            self.log.append("call m_inner")
+            return 2
+
+        @classmethod
+        def m_make(cls, n):
+            return [cls.__name__, n]
+
+        @staticmethod
+        def m_twice(items):
+            items.append(len(items))
+            return items
+
+
+    def hand_back(value):
+        return value
+    """
+)
+
+CALLS_TESTS = textwrap.dedent(
+    """
+    import pytest
+
+    import lib.calls as calls
+    from lib.calls import Recorder
+
+
+    def test_order():  # the read, then what the arguments do, then the call
+        r = Recorder()
+        assert r.m_outer(r.m_inner(), k=r.m_inner()) == ((2,), {"k": 2})
+        assert r.log == ["read m_outer", "read m_inner", "call m_inner", "read m_inner",
+                         "call m_inner", "call m_outer"]
+
+
+    def test_missing_raises_before_the_arguments():
+        r = Recorder()
+        with pytest.raises(AttributeError, match="m_missing"):
+            r.m_missing(r.m_inner())
+        assert r.log == ["read m_missing"]
+
+
+    def test_a_test_callable_the_product_holds():  # called here: the same objects
+        r = Recorder()
+        mine = []
+        r.m_mine = lambda value: value
+        assert r.m_mine(mine) is mine
+        r.m_value = 3
+        with pytest.raises(TypeError, match="'int' object is not callable"):
+            r.m_value()
+
+
+    def test_module_class_and_static():
+        items = []
+        assert calls.hand_back(items) is items
+        assert Recorder.m_make(3) == ["Recorder", 3]
+        assert Recorder.m_twice(items) is items and items == [0]  # changed in place here
+        with pytest.raises(AttributeError):
+            calls.missing(1)
+
+
+    def test_read_not_called():
+        r = Recorder()
+        method = r.m_inner
+        assert hasattr(r, "m_outer") and r.log == ["read m_inner", "read m_outer"]
+        assert method() == 2 and getattr(r, "m_inner")() == 2
+    """
+)
+
+
 def faithful_tree(root: Path) -> Path:
     for sub in ("lib", "tests", "data"):
         (root / sub).mkdir(parents=True)
@@ -3031,6 +3115,8 @@ def faithful_tree(root: Path) -> Path:
     (root / "tests" / "test_clock.py").write_text(CLOCK_TESTS)
     (root / "lib" / "events.py").write_text(EVENTS)
     (root / "tests" / "test_classes.py").write_text(CLASSES_TESTS)
+    (root / "lib" / "calls.py").write_text(CALLS)
+    (root / "tests" / "test_calls.py").write_text(CALLS_TESTS)
     return root
 
 
@@ -3284,6 +3370,19 @@ def test_a_plain_product_class_is_the_type_of_its_instances(tmp_path: Path) -> N
         "type_is_again": ("pass", "", "isolated"),
         "subclassed": ("pass", "", "isolated"),
     }
+
+
+def test_a_method_call_is_one_request_in_the_order_of_one_process(tmp_path: Path) -> None:
+    """``obj.m(args)`` is one request (read and call; priority's 100 ``insert_stream`` loops
+    made two round trips a call), and the product still sees what one process does: the read,
+    then what the arguments do, then the call; a missing name raises before the arguments
+    reach the product; a test's own callable the product holds is called here."""
+    names = (
+        "order", "missing_raises_before_the_arguments", "a_test_callable_the_product_holds",
+        "module_class_and_static", "read_not_called",
+    )  # fmt: skip
+    got = run_faithful(faithful_tree(tmp_path), *names, module="calls")
+    assert got == {name: ("pass", "", "isolated") for name in names}
 
 
 def test_a_clock_the_test_froze_is_frozen_in_the_product_too(tmp_path: Path) -> None:

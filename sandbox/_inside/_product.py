@@ -1142,14 +1142,17 @@ def _serve(request: dict[str, Any], memo: Memo) -> dict[str, Any]:
         random.seed(PRODUCT_SEED)
         return {"ok": PROPERTY["count"]}  # which process serves the property: its handles
     if op == "getattr":
-        value = getattr(args[0], str(args[1]))
-        reply: dict[str, Any] = {"ok": encode(value, _out, memo=memo)}
-        if type(value) in MUTABLE:
-            # An attribute that is a container (s.names, module.CONFIG): the oracle's copy
-            # and this one are kept in step (Live), as one object would be.
-            reply["live"] = _handle(value)
-            LIVE.keep(reply["live"], value)
-        return reply
+        return _attribute(getattr(args[0], str(args[1])), memo)
+    if op == "callattr":
+        # ``obj.name(args)`` in the test: read and called here in one request, when what
+        # the read gives would cross as a handle anyway (a function, a bound method, a
+        # plain class); else the attribute goes back and the oracle calls it (``attr``).
+        if len(args) < 2 or type(kwargs) is not dict or any(type(k) is not str for k in kwargs):
+            raise WireError("a method call without its object, name or keyword names")
+        target = getattr(args[0], str(args[1]))
+        if _called_here(target):
+            return _kept_in_step(target(*args[2:], **kwargs), memo)
+        return {**_attribute(target, memo), "attr": True}
     if op == "setattr":
         setattr(args[0], str(args[1]), args[2])
         return {"ok": None}
@@ -1167,6 +1170,33 @@ def _serve(request: dict[str, Any], memo: Memo) -> dict[str, Any]:
     if op in OPS:
         return {"ok": encode(OPS[op](*args), _out, memo=memo)}
     raise WireError(f"no such request: {str(op)[:40]}")
+
+
+def _attribute(value: Any, memo: Memo) -> dict[str, Any]:
+    reply: dict[str, Any] = {"ok": encode(value, _out, memo=memo)}
+    if type(value) in MUTABLE:
+        # An attribute that is a container (s.names, module.CONFIG): the oracle's copy and
+        # this one are kept in step (Live), as one object would be.
+        reply["live"] = _handle(value)
+        LIVE.keep(reply["live"], value)
+    return reply
+
+
+def _called_here(target: Any) -> bool:
+    """Whether ``target`` would cross to the oracle as a plain handle (``_out``), which the
+    oracle would only call back here: a Python function, a method of one, a plain class."""
+    kind = type(target)
+    if kind is types.FunctionType:
+        return True
+    if kind is types.MethodType:
+        return type(target.__func__) is types.FunctionType
+    return (
+        isinstance(target, type)
+        and "_pw_class" not in target.__dict__
+        and "_pw_oracle_tuple" not in target.__dict__
+        and standard_class_name(target) is None
+        and _plain_class(target) is not None
+    )
 
 
 def _kept_in_step(result: Any, memo: Memo) -> dict[str, Any]:

@@ -38,6 +38,7 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import json
+import opcode
 import operator
 import os
 import pathlib
@@ -238,6 +239,8 @@ class _Link:
         """The start of the test that ran past its deadline (``ISOLATION["test_started"]``)."""
 
     def request(self, op: str, args: list[Any], kwargs: dict[str, Any] | None = None) -> Any:
+        if _PENDING:
+            _settle_pending()  # method reads made before this request, in their order
         memo = Memo()  # what crossed by value: the reply may name it again, or change it
         message: dict[str, Any] = {"op": op, "args": encode(args, _send, memo=memo)}
         if kwargs:
@@ -292,11 +295,12 @@ class _Link:
                 value = decode(reply["ok"], _receive, memo=memo) if "ok" in reply else None
                 live = reply.get("live")
                 ours = _GIVEN.get(_GIVEN_IDS.get(id(value), 0)) is value  # never kept
-                kept = op in ("getattr", "call", "getitem")
+                kept = op in ("getattr", "call", "getitem", "callattr")
                 if kept and type(live) is int and type(value) in MUTABLE and not ours:
                     value = _LIVE.keep(live, value)  # the same copy, kept in step
-                if op in _STEPS:
-                    _remember(op, args, value)
+                attr_only = op == "callattr" and reply.get("attr") is True
+                if op in _STEPS or attr_only:
+                    _remember("getattr" if attr_only else op, args, value)
                 _write_back(reply.get("back"), memo)
                 _kept_there(reply.get("kept"), memo)
                 _own_files(memo.paths[sent_paths:], "the product hands the property")
@@ -305,7 +309,7 @@ class _Link:
                     ProductUnreadable, f"unreadable value from the product: {exc}"
                 ) from None
             if "ok" in reply:
-                return value
+                return _AttrOnly(value) if attr_only else value
             raise _exception(reply["raise"])
         raise _fail(ProductUnreadable, f"the product could not read a request: {reply.get('wire')}")
 
@@ -529,6 +533,8 @@ class _ClassView(type):
     def __getattribute__(cls, name: str) -> Any:
         if name in _VIEW_OWN:
             return type.__getattribute__(cls, name)
+        if name[:2] != "__" and _calls_it(name, sys._getframe(1)):
+            return _MethodCall(_VIEW_OF[cls], name)
         return getattr(_VIEW_OF[cls], name)
 
     def __setattr__(cls, name: str, value: Any) -> None:
@@ -985,6 +991,109 @@ def _op(name: str, *args: Any) -> Any:
     return _link().request(name, list(args))
 
 
+# -- a method call, one request ----------------------------------------------------------------
+
+_LOAD_METHOD = opcode.opmap.get("LOAD_METHOD")  # Python 3.11; 3.12 has LOAD_ATTR's low bit
+_LOAD_ATTR = opcode.opmap["LOAD_ATTR"]
+
+
+def _calls_it(name: str, frame: types.FrameType) -> bool:
+    """Whether ``frame`` is at the instruction that loads ``name`` as a method to call it
+    (``obj.name(...)``: LOAD_METHOD, or LOAD_ATTR with its method bit): the only use Python
+    makes of what that instruction loads is to call it, after the arguments."""
+    try:
+        code = frame.f_code
+        raw, at = code.co_code, frame.f_lasti
+        op, arg = raw[at], raw[at + 1]
+        shift, back = 8, at - 2
+        while back >= 0 and raw[back] == opcode.EXTENDED_ARG:
+            arg |= raw[back + 1] << shift
+            shift, back = shift + 8, back - 2
+        if _LOAD_METHOD is not None:
+            index = arg if op == _LOAD_METHOD else -1
+        else:
+            index = arg >> 1 if op == _LOAD_ATTR and arg & 1 else -1
+        names = code.co_names
+        return 0 <= index < len(names) and names[index] == name
+    except (AttributeError, IndexError, TypeError):
+        return False
+
+
+_PENDING: list[_MethodCall] = []
+"""The method reads not yet asked of the product, in the order the test made them."""
+
+
+class _AttrOnly:
+    """A ``callattr`` reply that is the attribute, not its call: the product's attribute is
+    not one it calls itself (one of the test's objects, a value): called here."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+class _MethodCall:
+    """``obj.name`` read to be called (``obj.name(args)``, ``module.f(args)``,
+    ``Class.make(args)``): the read and the call go to the product as one request
+    (``callattr``), half the round trips of a test that calls methods. Order is kept: any
+    other request made before the call (while the arguments are computed) first asks the
+    product for the attribute (``_settle_pending``), so the product sees the read, then what
+    the arguments did, then the call, as in one process; an attribute the product does not
+    have raises there, before the arguments' own requests reach it."""
+
+    __slots__ = ("generation", "name", "owner", "state", "value")
+
+    def __init__(self, owner: Any, name: str) -> None:
+        self.owner, self.name, self.state = owner, name, "pending"
+        self.value: Any = None
+        self.generation = ISOLATION["generation"]
+        _PENDING.append(self)
+
+    def settle(self) -> None:
+        if self.state != "pending" or self.generation != ISOLATION["generation"]:
+            return  # a later property's process never saw this test's read
+        try:
+            self.value = _link().request("getattr", [self.owner, self.name])
+            self.state = "read"
+        except BaseException as exc:
+            self.state, self.value = "failed", exc
+            raise
+
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
+        if self.state == "pending":
+            with contextlib.suppress(ValueError):
+                _PENDING.remove(self)
+            self.state = "called"
+            got = _link().request("callattr", [self.owner, self.name, *args], kwargs)
+            if type(got) is not _AttrOnly:
+                return got
+            self.state, self.value = "read", got.value
+        if self.state == "failed":
+            raise self.value
+        if self.state == "called":
+            return _link().request("getattr", [self.owner, self.name])(*args, **kwargs)
+        return self.value(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached if C code handed this to something other than the call (a C
+        # descriptor's getattr chain): the attribute itself, read now.
+        if self.state == "pending":
+            with contextlib.suppress(ValueError):
+                _PENDING.remove(self)
+            self.settle()
+        return getattr(self.value, name)
+
+
+def _settle_pending() -> None:
+    """Ask the product for every method read still pending, in order, before any other
+    request: one that fails ends the expression there (the later ones are dropped)."""
+    pending = _PENDING[:]
+    _PENDING.clear()
+    for stub in pending:
+        stub.settle()
+
+
 class Handle:
     """An object that lives in the product process; every operation is a request."""
 
@@ -1046,6 +1155,8 @@ class Handle:
                 # A dunder someone set on the product object itself (funcy's
                 # func.__original__), never one of its type's protocol: asked there.
                 return _link().request("own", [self, name])
+        if name[:2] != "__" and _calls_it(name, sys._getframe(1)):
+            return _MethodCall(self, name)
         return _link().request("getattr", [self, name])
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -1378,6 +1489,7 @@ def next_property(link: _Link) -> None:
     """A property starts: the product process that serves it is forked from the state the
     import left (sandbox/_inside/_product.py ``_next_property``); what the oracle held in
     step with the last one's containers is let go."""
+    _PENDING.clear()  # a read the last test never called: not asked of the next process
     generation = link.request("reseed", [])
     _MOVED.clear()
     _LIVE.held.clear()
@@ -2423,6 +2535,8 @@ class ProxyModule(types.ModuleType):
     def __getattr__(self, name: str) -> Any:
         if name[:2] == "__" and name not in _REMOTE_DUNDERS:
             raise AttributeError(name)
+        if name[:2] != "__" and _calls_it(name, sys._getframe(1)):
+            return _MethodCall(self._pw_module(), name)
         return _link().request("getattr", [self._pw_module(), name])
 
     def __dir__(self) -> list[str]:
