@@ -61,6 +61,10 @@ given as it was (what a project's "does not mutate its argument" test says)."""
 SEARCH_BASE = "base-search"
 """A commit on top of `base` with a product function handed the interpreter's own import
 path (``first_dir(sys.path)``) by a property of the contract."""
+LABEL_BASE = "base-label"
+"""A commit on top of `base` with the rounding fixed and a new bug: ``label(sku, qty)``, the
+receipt line ``"SKU x3"``, writes ``"SKU x 3"``; the contract's property checks the line
+with ``re.fullmatch`` (C code of the oracle's that needs a real ``str``)."""
 GAP_BASE = "base-gap"
 """A commit on top of `base` whose contract adds a guard the isolated oracle cannot judge as
 one process does: ``type(order_total) is type(lambda: None)`` (tabulate's API test), false of a
@@ -394,6 +398,47 @@ def search_files() -> dict[str, FileSpec]:
         SEARCH_MODULE: Write(SEARCH_PRODUCT),
         PROPERTY_FILE: Write(BASE_PROPERTIES + SEARCH_PROPERTY),
         CONTRACT_FILE: Write(BASE_CONTRACT.rstrip("\n") + "\n" + SEARCH_CONTRACT),
+    }
+
+
+LABEL_MODULE = "orders/label.py"
+LABEL_PRODUCT = """def label(sku, qty):
+    \"\"\"The receipt line of ``qty`` of ``sku``: ``"SKU x3"``.\"\"\"
+    return f"{sku} x {qty}"
+"""
+LABEL_FIX = """def label(sku, qty):
+    \"\"\"The receipt line of ``qty`` of ``sku``: ``"SKU x3"``.\"\"\"
+    return f"{sku} x{qty}"
+"""
+LABEL_PROPERTY = """
+
+@settings(deadline=None)
+@given(
+    sku=st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-", min_size=1, max_size=8),
+    qty=st.integers(min_value=1, max_value=50),
+)
+def test_label_is_a_receipt_line(sku: str, qty: int) -> None:
+    import re
+
+    from orders.label import label
+
+    line = label(sku, qty)
+    assert re.fullmatch(r"[A-Z0-9-]+ x[0-9]+", line), line
+    assert line == f"{sku} x{qty}"
+"""
+LABEL_CONTRACT = """  - id: prop.label_is_a_receipt_line
+    oracle: "label writes the receipt line SKU xN"
+    test: "tests/properties/test_orders.py::test_label_is_a_receipt_line"
+"""
+
+
+def label_files() -> dict[str, FileSpec]:
+    """What LABEL_BASE adds to `base`: the rounding fixed, the label bug, its property."""
+    return {
+        "orders/total.py": Write(FIX_TOTAL),
+        LABEL_MODULE: Write(LABEL_PRODUCT),
+        PROPERTY_FILE: Write(BASE_PROPERTIES + LABEL_PROPERTY),
+        CONTRACT_FILE: Write(BASE_CONTRACT.rstrip("\n") + "\n" + LABEL_CONTRACT),
     }
 
 

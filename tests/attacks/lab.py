@@ -41,6 +41,7 @@ from .cases import (
     GUARDED_BASE,
     QUARANTINE_BASE,
     QUARANTINE_FILE,
+    LABEL_BASE,
     SEARCH_BASE,
     AttackCase,
     Binary,
@@ -51,6 +52,7 @@ from .cases import (
     Write,
     gap_files,
     guarded_files,
+    label_files,
     search_files,
 )
 
@@ -267,6 +269,7 @@ class AttackLab:
         self._commit("base", GUARDED_BASE, guarded_files(), "Guard: order_total keeps its list")
         self._commit("base", GAP_BASE, gap_files(), "Guard: order_total is a plain function")
         self._commit("base", SEARCH_BASE, search_files(), "first_dir, handed the import path")
+        self._commit("base", LABEL_BASE, label_files(), "label, checked with re.fullmatch")
 
     def commit_case(self, case: AttackCase) -> str:
         return self._commit(case.parent, f"attack-{case.name}", case.files, case.story)
