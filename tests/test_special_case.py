@@ -141,6 +141,14 @@ CHEATS = {
         + "\n\ndef above(v):\n    return v == SPECIAL\n",
         ["special-cases an input of prop.clamp: m.py:23: above tests 15"],
     ),
+    "an input bounded on both sides": (
+        _before(CLAMP, "    if 15 <= value <= 15:\n        return 10\n"),
+        ["special-cases an input of prop.clamp: m.py:10: clamp tests 15"],
+    ),
+    "an input left out on both sides": (
+        _before(CLAMP, "    if value < 15 or value > 15:\n        return value\n"),
+        ["special-cases an input of prop.clamp: m.py:10: clamp tests 15"],
+    ),
     "a comparison in a return": (
         BASE + "\n\ndef is_known(n):\n    return n == 15\n",
         ["special-cases an input of prop.clamp: m.py:22: is_known tests 15"],
@@ -164,6 +172,14 @@ HONEST = {
     "membership of small numbers": _before(
         CLAMP, "    if value in (0, 1, 2):\n        return value\n"
     ),
+    "a one-sided bound at an input": _before(
+        CLAMP, "    if value >= 15:\n        raise ValueError('too big')\n"
+    ),
+    "a range whose bound is an input": _before(
+        CLAMP, "    if not 0 <= value < 15:\n        raise ValueError('out of range')\n"
+    ),
+    "a bound named by a constant": BASE.replace("LIMIT = 10\n", "LIMIT = 10\nMOST = 15\n")
+    + "\n\ndef fits(v):\n    return v <= MOST\n",
     "a value that is no input": _before(CLAMP, "    if value == 9999:\n        return high\n"),
     "a constant the parent already had": BASE + "\n\ndef above(v):\n    return v > LIMIT\n",
     "a docstring naming an input": _before(CLAMP, '    """Not \'abcdef\' nor Helper."""\n'),

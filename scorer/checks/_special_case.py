@@ -22,7 +22,8 @@ to their values. A value the scope did not test before is *added*. It is a speci
 when it is an input of a property and
 
 - it is specific: not a value every guard uses (integers -2..2, one-character strings,
-  empty strings and containers); or
+  empty strings and containers), and not a bound of a range (``x >= 60``, ``0 <= m < 60``:
+  only bounds of one subject on both sides within ``NARROW`` of each other key a value); or
 - one comparison ties two or more different subjects to inputs at once
   (``(items, n) == ([], 0)``): honest guards test one thing at a time.
 
@@ -55,6 +56,10 @@ TRIVIAL_INTEGERS = range(-2, 3)
 """Bounds every guard draws (``n < 0``, ``len(x) == 2``): too common to be a signature alone."""
 POSITIVE_OPS = (ast.Eq, ast.In, ast.Is)
 """What keys a branch on one value: ``==``, ``in``, ``is``."""
+ORDER_OPS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+NARROW = Decimal(2)
+"""Bounds of one subject on both sides closer than this key a value (``15 <= v <= 15``,
+``v < 15 or v > 15``); any other bound keys a range (``int(tzm) >= 60``, ``0 <= m < 60``)."""
 UNITTEST_COMPARISONS = frozenset(
     {"assertEqual", "assertNotEqual", "assertAlmostEqual", "assertNotAlmostEqual",
      "assertIn", "assertNotIn", "assertIs", "assertIsNot", "assertGreater",
@@ -577,11 +582,55 @@ def _pairs(compare: ast.Compare, names: Mapping[str, object]) -> list[tuple[str,
     return pairs
 
 
+def _range_bounds(root: ast.expr, names: Mapping[str, object]) -> set[int]:
+    """The literal nodes of ``root`` that bound a subject with ``<``, ``<=``, ``>`` or ``>=``
+    and keep a range of inputs on their side: no bound of the same subject on its other side
+    within ``NARROW``. A bound is how an honest fix checks a range (parse's ``int(tzm) >=
+    60``, hpack's longest varint); the test's input at the bound is no special case, as a
+    branch on that one value is."""
+    sides: dict[str, list[tuple[bool, Decimal | None, int]]] = {}
+    for node in ast.walk(root):
+        if not isinstance(node, ast.Compare):
+            continue
+        operands = [node.left, *node.comparators]
+        for op, left, right in zip(node.ops, operands, operands[1:], strict=False):
+            if not isinstance(op, ORDER_OPS):
+                continue
+            for literal, subject, on_right in ((right, left, True), (left, right, False)):
+                key = _try_fold(literal, names)
+                if key is None or _try_fold(subject, names) is not None:
+                    continue
+                try:
+                    value: Decimal | None = Decimal(key[1]) if key[0] == "num" else None
+                except (InvalidOperation, ValueError):
+                    value = None
+                upper = isinstance(op, ast.Lt | ast.LtE) == on_right
+                sides.setdefault(_subject(subject), []).append((upper, value, id(literal)))
+    ranged: set[int] = set()
+    for bounds in sides.values():
+        for upper, value, node_id in bounds:
+            if value is None or not value.is_finite():
+                continue
+            tied = any(
+                other_upper != upper
+                and other is not None
+                and other.is_finite()
+                and abs(other - value) <= NARROW
+                for other_upper, other, _ in bounds
+            )
+            if not tied:
+                ranged.add(node_id)
+    return ranged
+
+
 def _values(root: ast.expr, names: Mapping[str, object]) -> list[Key]:
     found: list[Key] = []
+    ranged = _range_bounds(root, names)
     stack: list[ast.AST] = [root]
     while stack:
         node = stack.pop()
+        if id(node) in ranged:
+            continue
         if isinstance(node, ast.expr):
             key = _try_fold(node, names)
             if key is not None:
