@@ -73,6 +73,8 @@ def why_not(outcome: TaskOutcome) -> str:
     if "run of seed" in outcome.problem and "is incomplete" in outcome.problem:
         sides = [side for side in ("base", "reference") if f"the {side} run" in outcome.problem]
         return f"runs on the {' and the '.join(sides)} did not complete"
+    if outcome.own_cannot_collect:
+        return "the release's own pytest cannot collect them either: " + outcome.own_cannot_collect
     if "collecting the fix's test modules" in outcome.problem:
         return "the older release's tests do not collect: " + outcome.problem.split(": ", 1)[-1]
     return outcome.problem[:80]
@@ -81,10 +83,14 @@ def why_not(outcome: TaskOutcome) -> str:
 def table(outcomes: Sequence[TaskOutcome], tried: int, total: int) -> str:
     built = [o for o in outcomes if o.built]
     valid = [o for o in built if o.validated]
+    runnable = [o for o in outcomes if not o.own_cannot_collect]
     lines = [
         f"fixes tried: {tried} of {total} ({len({o.project for o in outcomes})} projects)",
         f"tasks built: {len(built)}/{tried}",
         f"tasks validated: {len(valid)}/{len(built)}",
+        f"validated of the fixes the project's own pytest can run: {len(valid)}/{len(runnable)}"
+        f" ({len({o.project for o in valid})} projects; {tried - len(runnable)} whose"
+        " published release's own pytest cannot collect the fix's tests either)",
         f"gold (reference) accepted: {sum(o.reference == 'accept' for o in valid)}/{len(valid)}",
         f"empty patch rejected: {sum(o.empty == 'reject' for o in valid)}/{len(valid)}",
         f"over the built tasks: reference accepted {sum(o.reference == 'accept' for o in built)}"

@@ -69,3 +69,25 @@ def test_the_fix_commit_holds_the_honest_patch_and_the_changed_test_modules(
     assert _task.git(repo, "show", f"fix~1:{fix.file}") + "\n" == (src.old / fix.file).read_text(
         encoding="utf-8"
     )
+
+
+@pytest.mark.parametrize(
+    ("fix_id", "expected"),
+    [
+        # hpack's sdists do not ship tests/test_fixtures (a git submodule upstream).
+        (
+            "hpack_varint_too_long",
+            "E   FileNotFoundError: [Errno 2] No such file or directory: 'tests/test_fixtures'",
+        ),
+        ("toolz_partition_all_bad_length", ""),  # its own pytest collects them
+    ],
+)
+def test_the_projects_own_pytest_is_the_yardstick_of_a_task_that_does_not_collect(
+    tmp_path: Path, fix_id: str, expected: str
+) -> None:
+    fix = by_id(fix_id)
+    src = _build.sources(fix, tmp_path / "scratch")
+    modules = _task.changed_test_modules(fix, src)
+    repo = tmp_path / "repo"
+    _task.make_repo(fix, src, repo, modules)
+    assert _task.own_collection_error(fix, repo, modules) == expected

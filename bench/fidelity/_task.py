@@ -60,6 +60,11 @@ class TaskOutcome:
     empty: str = ""
     seconds: float = 0.0
     problem: str = ""
+    own_cannot_collect: str = ""
+    """Why the project's own pytest (plain, no sandbox) cannot collect the fix's test modules
+    on the fix commit either: the published release cannot run them (hpack's sdists lack
+    its fixture files; boltons 25.0's conftest uses a hook argument pytest 8 removed).
+    Empty: it can, or it was not asked (the task collected)."""
 
 
 def git(repo: Path, *args: str) -> str:
@@ -157,4 +162,26 @@ def build_task(
     outcome.reference = task["validation"].get("reference", "")
     outcome.empty = task["validation"].get("empty", "")
     outcome.problem = task["problem"]
+    if outcome.problem.startswith("collecting the fix's test modules on the base did not"):
+        outcome.own_cannot_collect = own_collection_error(fix, repo, modules)
     return outcome, task, repo
+
+
+def own_collection_error(fix: Fix, repo: Path, modules: Sequence[str]) -> str:
+    """The last line of the project's own pytest failing to collect ``modules`` on the fix
+    commit (this interpreter, the product importable, no sandbox, no plugin of ours), or ""
+    when it collects them: the yardstick a task that does not collect is measured against."""
+    env = {**os.environ, "PYTHONPATH": str(repo / fix.src_root) if fix.src_root else str(repo)}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+             *modules],
+            cwd=repo, env=env, capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return "its own pytest did not finish collecting in 600 s"
+    if done.returncode == 0:
+        return ""
+    lines = [ln for ln in (done.stdout + done.stderr).splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("E ")]
+    return ((errors or lines or [f"exit {done.returncode}"])[-1]).strip()[:300]
