@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from ._probes import arm_probes, probes_intact
     from ._wire import (
         ARITHMETIC,
+        BINARY_OPS,
         CONTAINER_ABCS,
         HANDLE_SPAN,
         MAPPINGS,
@@ -1079,10 +1080,6 @@ def _subclass(name: Any, bases: Any, items: Any, kwds: Any, anchored: Any = Fals
     return made
 
 
-_IN_PLACE = (
-    "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "lshift", "rshift",
-    "and", "or", "xor",
-)  # fmt: skip
 OPS: dict[str, Any] = {
     "repr": repr, "str": str, "len": len, "hash": hash, "bool": bool, "iter": iter,
     "next": next, "isinstance": isinstance, "issubclass": issubclass, "format": format,
@@ -1113,7 +1110,7 @@ OPS: dict[str, Any] = {
     "or": operator.or_, "xor": operator.xor, "neg": operator.neg, "pos": operator.pos,
     "abs": operator.abs, "invert": operator.invert, "zone": zone_answer,
     # In place (h11's ``buffer += data``): the product's own protocol, __iadd__ or __add__.
-    **{f"i{op}": getattr(operator, f"i{op}") for op in _IN_PLACE},
+    **{f"i{op}": getattr(operator, f"i{op}") for op in BINARY_OPS},
 }  # fmt: skip
 
 

@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._wire import (
         ARITHMETIC,
+        BINARY_OPS,
         CLOCK_LIBRARIES,
         HANDLE_SPAN,
         MUTABLE,
@@ -1290,8 +1291,7 @@ def _binary(name: str) -> tuple[Any, Any]:
     return forward, reflected
 
 
-for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "lshift",
-              "rshift", "and", "or", "xor"):  # fmt: skip
+for _name in BINARY_OPS:
     _forward, _reflected = _binary(_name)
     setattr(Handle, f"__{_name}__", _forward)
     setattr(Handle, f"__r{_name}__", _reflected)
@@ -1309,8 +1309,7 @@ def _compare(name: str) -> Any:
     return compare
 
 
-for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "lshift",
-              "rshift", "and", "or", "xor"):  # fmt: skip
+for _name in BINARY_OPS:
     # In place, by the product's own protocol (h11's ``buffer += data`` on its __iadd__).
     setattr(
         Handle, f"__i{_name}__", (lambda op: lambda self, other: _op(op, self, other))(f"i{_name}")

@@ -73,10 +73,12 @@ def _same(value: Any) -> Any:
     return value
 
 
-_BINARY = ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow", "lshift",
-           "rshift", "and", "xor", "or")  # fmt: skip
+BINARY_OPS = ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow", "lshift",
+              "rshift", "and", "xor", "or")  # fmt: skip
+"""The binary operators by ``operator``'s names (``__add__``, ``__radd__``, ``__iadd__``): the
+one list the oracle's handles and the product's requests are made from."""
 ARITHMETIC = (
-    *_BINARY, *(f"r{op}" for op in _BINARY), *(f"i{op}" for op in _BINARY),
+    *BINARY_OPS, *(f"r{op}" for op in BINARY_OPS), *(f"i{op}" for op in BINARY_OPS),
     "neg", "pos", "abs", "invert",
 )  # fmt: skip
 """The operators product code may apply to one of the test's objects that has them (dpath's
