@@ -219,8 +219,9 @@ PRODUCT = textwrap.dedent(
             elif step == "module":
                 found = sys.modules.get("test_props") or f.__builtins__["__import__"]
             else:
-                # The product program itself, reached through a method of the proxy's class
-                # (its module is not in sys.modules): a request it may not make.
+                # The product program itself, through a method of the proxy's class (its
+                # module is not in sys.modules; the method is sealed): a request it may
+                # not make.
                 callback = type(x).__repr__.__globals__["_callback"]
                 found = callback("delattr", x, ["level"], {})
         except AttributeError:
@@ -653,16 +654,13 @@ def test_product_code_cannot_reach_the_oracle_through_its_objects(tree: Path) ->
     }
 
 
-def test_a_callback_outside_the_allow_list_fails_closed(tree: Path) -> None:
+def test_the_product_programs_callback_is_out_of_product_codes_reach(tree: Path) -> None:
+    """Product code took the product program's ``_callback`` from the ``__globals__`` of a
+    method of the class standing for one of the test's objects, and sent a request outside
+    the allow list (which failed closed: ``ProductUnreadable``). The methods are sealed
+    (sandbox/_inside/_seal.py): ``type(x).__repr__`` shows no globals, the walk is refused."""
     got = run(tree, "reach_forged", "after")
-    where = f"tests/test_props.py:{line_of('assert shop.reach(step')}"
-    assert got["reach_forged"] == (
-        "fail",
-        f"prop.reach_forged|ProductUnreadable|{where}",
-        "isolated",
-    )
-    # The link is closed; what follows runs again with a new product process, and passes.
-    assert got["after"] == ("pass", "", "isolated")
+    assert got == {"reach_forged": ("pass", "", "isolated"), "after": ("pass", "", "isolated")}
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,7 @@ ORACLE = (
 )  # fmt: skip
 """The runner's parts in program order; ``_start`` runs it and must come last."""
 
-PRODUCT = ("_paths", "_wire", "_probes", "_product")
+PRODUCT = ("_paths", "_wire", "_seal", "_probes", "_product")
 """The product process of an isolated run (docs/design/isolated-oracle.md)."""
 
 RUN_PYTHON = ("_paths", "_python")

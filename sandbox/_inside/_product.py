@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._paths import tree_paths
     from ._probes import arm_probes, probes_intact
+    from ._seal import opaque, seal_class, sealed_namespace, unplaced
     from ._wire import (
         ARITHMETIC,
         BINARY_OPS,
@@ -408,6 +409,7 @@ def _oracle_described(name: str, default: Any) -> property:
     return property(read)
 
 
+@seal_class
 class _OracleDefault:
     """The default of a parameter of one of the test's functions, as ``inspect`` shows it
     here: the value itself stays in the oracle (a call that leaves it out gets it there)."""
@@ -559,7 +561,7 @@ def _oracle_class(operations: frozenset[str], hashable: bool) -> type:
         bases = (datetime.tzinfo,)
         for name in sorted(ZONE_METHODS):
             namespace[name] = _zone_method(name)
-    cls = type("OracleObject", bases, namespace)
+    cls = type("OracleObject", bases, sealed_namespace(namespace))
     # Its slots are this process's bookkeeping, not the object's: product code that lists
     # an object's __slots__ (voluptuous' Object validator) asks the oracle's object instead.
     delattr(cls, "__slots__")
@@ -593,6 +595,7 @@ def _oracle_object(number: int, operations: list[Any], shape: Any = None) -> Any
     return proxy
 
 
+@seal_class
 class _OracleClass(type):
     """The metaclass of the stand-in of one of the test's classes handed to product code
     (glom's ``register(BetterList)``, voluptuous' ``Coerce(Choice)``, funcy's
@@ -643,6 +646,7 @@ def _class_stand_in(number: int, qualname: Any, module: Any) -> type:
     return made
 
 
+@seal_class
 class _ClassRef:
     """The oracle's handle of one of the test's classes, as a callback's target."""
 
@@ -690,9 +694,9 @@ def _instance_class(base: type, described: Any, fields: Any) -> type:
     if isinstance(stand_in, _OracleClass):
         # The test's class was handed over too: its instances are instances of it here.
         namespace["__module__"] = stand_in.__module__
-        cls = _OracleClass("OracleObject", (base, stand_in), namespace)
+        cls = _OracleClass("OracleObject", (base, stand_in), sealed_namespace(namespace))
     else:
-        cls = type("OracleObject", (base,), namespace)
+        cls = type("OracleObject", (base,), sealed_namespace(namespace))
     delattr(cls, "__slots__")
     ORACLE_CLASSES[cls] = key
     return cls
@@ -941,7 +945,7 @@ def _stand_in_traceback(entries: Any) -> types.TracebackType | None:
         stubs.append((space, space[ident]))
     for i, (space, _) in enumerate(stubs):
         space["_pw_next"] = stubs[i + 1][1] if i + 1 < len(stubs) else None
-        space["_pw_raise"] = _raise_stand_in
+        space["_pw_raise"] = opaque(_raise_stand_in)
     try:
         stubs[0][1]()
     except _StandIn as e:
@@ -1036,7 +1040,7 @@ def _as_method(callback: Any, name: str, qualname: str, module: str, marks: Any 
         method.__dict__.update({str(k): v for k, v in marks.items()})
     method.__name__, method.__qualname__, method.__module__ = name, qualname, module
     method.__wrapped__ = callback  # type: ignore[attr-defined]  # inspect.signature: the test's
-    return method
+    return unplaced(method)  # product code reads it as the test's: no namespace of ours
 
 
 def _subclass(name: Any, bases: Any, items: Any, kwds: Any, anchored: Any = False) -> type:
@@ -1377,6 +1381,7 @@ def _answer(request: dict[str, Any]) -> bytes:
         return dumps({"wire": f"the reply could not be written: {type(exc).__name__}"})
 
 
+@seal_class
 class _Printed(io.BytesIO):
     """What one call prints: written on to the process's own stream as it comes (the run's
     evidence keeps it, and its output limit ends a product that floods), and kept up to

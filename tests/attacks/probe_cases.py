@@ -505,6 +505,91 @@ PROBE_CASES: tuple[AttackCase, ...] = (
             ),
         )
     ),
+    *(
+        AttackCase(
+            f"probes_server_globals_{how}",
+            "server-tell",
+            "bug left; at import product code reaches a function of the product server's "
+            f"through an object it is handed ({spelling}), takes the server's namespace from "
+            "its __globals__ and wraps the dispatch there, so the real fix runs only inside a "
+            "call the server dispatches. What product code can reach of the server is sealed: "
+            "each method and accessor behind a callable of C code that shows nothing of its "
+            "function, a test's method made here with a namespace of the built-ins only; "
+            "nothing is found, the bug meets the properties",
+            only_when(
+                f"""
+                import sys as _sys
+
+                _DEPTH = [0]
+
+
+                def _wrap(found):
+                    real = found["_serve"]
+
+                    def dispatch(*args, _real=real, **kwargs):
+                        _DEPTH[0] += 1
+                        try:
+                            return _real(*args, **kwargs)
+                        finally:
+                            _DEPTH[0] -= 1
+
+                    found["_serve"] = dispatch
+
+
+                def _namespaces():
+                {finder}
+
+
+                for _found in _namespaces():
+                    if isinstance(_found, dict) and callable(_found.get("_serve")):
+                        _wrap(_found)
+                        break
+
+
+                def _watched():
+                    return _DEPTH[0] > 0
+                """
+            ),
+            BUG_LEFT_ISOLATED,
+            "isolated-oracle",
+            oracle="isolated",
+        )
+        for how, spelling, finder in (
+            (
+                "printed_stream",
+                "the class of sys.stdout.buffer while a call runs: its write method",
+                """    for cls in type(getattr(_sys.stdout, "buffer", None)).__mro__:
+                        for value in list(vars(cls).values()):
+                            yield getattr(value, "__globals__", None)""",
+            ),
+            (
+                "walked",
+                "anything reachable from the streams by type, public attribute, accessor, "
+                "closure cell, __wrapped__, __self__ or __func__, four steps deep",
+                """    seen, todo = set(), [(_sys.stdout, 0), (_sys.stderr, 0)]
+                    while todo:
+                        obj, depth = todo.pop()
+                        if id(obj) in seen or depth > 4:
+                            continue
+                        seen.add(id(obj))
+                        yield getattr(obj, "__globals__", None)
+                        nexts = [type(obj), getattr(obj, "__wrapped__", None),
+                                 getattr(obj, "__self__", None), getattr(obj, "__func__", None),
+                                 getattr(obj, "fget", None)]
+                        nexts += [c.cell_contents for c in getattr(obj, "__closure__", None) or ()]
+                        if isinstance(obj, type):
+                            nexts += list(vars(obj).values()) + list(obj.__mro__)
+                        elif len(seen) < 5000:
+                            for name in dir(obj):
+                                if name[:2] != "__":
+                                    try:
+                                        nexts.append(getattr(obj, name))
+                                    except Exception:
+                                        pass
+                        todo += [(n, depth + 1) for n in nexts if n is not None]""",
+            ),
+        )
+    ),
     _case(
         "fd_in_argv",
         "server-tell",
