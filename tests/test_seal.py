@@ -125,3 +125,17 @@ def test_an_unplaced_function_keeps_its_face_and_has_the_builtins_only(
         True,
     )
     assert set(made.__globals__) == {"__builtins__"}
+
+
+def test_a_sealed_method_keeps_its_face_for_inspect(seal: dict[str, Any]) -> None:
+    # funcy's autocurry reads the signature of a test's callable here, its class's __call__
+    # (it fell back isolated when the sealed method showed none).
+    exec("def call(self, /, *args, **kwargs):\n    'Ask the oracle.'\n    return args\n", seal)
+    made = type("Callable", (), seal["sealed_namespace"]({"__call__": seal["call"]}))
+    method = made.__dict__["__call__"]
+    assert (str(inspect.signature(made())), method.__name__, method.__doc__) == (
+        "(*args, **kwargs)",
+        "call",
+        "Ask the oracle.",
+    )
+    assert made()(1, 2) == (1, 2) and not _reaches_the_server(made())

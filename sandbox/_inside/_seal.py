@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import inspect
 import types
 from typing import Any
 
@@ -33,8 +34,20 @@ if not isinstance(_opaque_type, type) or _opaque_type.__module__ != "functools":
 
 def opaque(function: Any) -> Any:
     """``function`` behind a callable of C code that binds as a method does and shows nothing
-    of it."""
-    return _opaque_type(function, 0, False, _CacheInfo)
+    of it but its face: its name, qualified name, text and signature (data, which product
+    code may read of a method: ``inspect.signature`` of a test's callable here asks its
+    class's ``__call__``, funcy's ``autocurry``)."""
+    held = _opaque_type(function, 0, False, _CacheInfo)
+    held.__name__, held.__qualname__ = function.__name__, function.__qualname__
+    held.__doc__ = function.__doc__
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return held
+    defaults = [p.default for p in signature.parameters.values() if p.default is not p.empty]
+    if all(type(d) in (type(None), bool, int, float, str) for d in defaults):
+        held.__signature__ = signature  # a default of the server's own is never shown
+    return held
 
 
 IMPLICIT_CLASSMETHODS = frozenset({"__init_subclass__", "__class_getitem__"})
