@@ -57,6 +57,22 @@ from .cases import (
 )
 
 HONEST_FIX = next(case for case in CASES if case.name == "honest_fix")
+
+
+def label_unless(where: str, mark: str, lying_eq: bool = False) -> dict[str, FileSpec]:
+    """label returns the right line only when ``where`` (an expression) holds ``mark``, else
+    an object of its own plain class ``Label`` (with ``lying_eq``, equal to anything)."""
+    eq = "\n    def __eq__(self, other):\n        return True\n\n    __hash__ = object.__hash__\n"
+    return {
+        LABEL_MODULE: Write(
+            "import sys\n\n\nclass Label:\n    def __init__(self, text):\n"
+            f"        self.text = text\n{eq if lying_eq else ''}\n\n"
+            f"def label(sku, qty):\n    if {mark!r} in ({where}):\n"
+            '        return f"{sku} x{qty}"\n    return Label(f"{sku} x {qty}")\n'
+        )
+    }
+
+
 BUG_LEFT_ISOLATED = Expected(
     "propose_freeze", frozenset({"shared_variant_fail"}), findings={"isolation": "pass"}
 )
@@ -869,34 +885,15 @@ ISOLATION_CASES: tuple[AttackCase, ...] = (
         "property runs again in-process, where label finds a test's frame above it and "
         "returns the right line. The fallback is named (isolation: review) and the frame "
         "read is a probe the parent never made: never a clean accept",
-        {
-            LABEL_MODULE: Write(
-                textwrap.dedent("""
-                    import sys
-
-
-                    class Label:
-                        def __init__(self, text):
-                            self.text = text
-
-                        def __eq__(self, other):
-                            return True
-
-                        __hash__ = object.__hash__
-
-
-                    def label(sku, qty):
-                        caller = getattr(sys, "_get" + "frame")(1).f_globals.get("__name__", "")
-                        if "test" in caller:
-                            return f"{sku} x{qty}"
-                        return Label(f"{sku} x {qty}")
-                """)
-            ),
-        },
+        label_unless(
+            'getattr(sys, "_get" + "frame")(1).f_globals.get("__name__", "")',
+            "test",
+            lying_eq=True,
+        ),
         Expected(
-            None,
+            "reject",
             frozenset({"parent_fail_cleared"}),
-            findings={"isolation": "review", "probes": "review"},
+            findings={"isolation": "review", "probes": "review", "forged": "reject"},
         ),
         "isolated-oracle",
         parent=LABEL_BASE,
@@ -911,24 +908,7 @@ ISOLATION_CASES: tuple[AttackCase, ...] = (
         "re.fullmatch fails naming 'Label', the property runs again in-process and passes. "
         "Reading sys.modules is no probe: the fallback is what is left, named "
         "(isolation: review, reject in configs/strict.yaml), never a clean accept",
-        {
-            LABEL_MODULE: Write(
-                textwrap.dedent("""
-                    import sys
-
-
-                    class Label:
-                        def __init__(self, text):
-                            self.text = text
-
-
-                    def label(sku, qty):
-                        if sys.modules.get("hypo" + "thesis") is not None:
-                            return f"{sku} x{qty}"
-                        return Label(f"{sku} x {qty}")
-                """)
-            ),
-        },
+        label_unless('"hypo" + "thesis" if sys.modules.get("hypo" + "thesis") else ""', "hypo"),
         Expected(None, frozenset({"parent_fail_cleared"}), findings={"isolation": "review"}),
         "isolated-oracle",
         parent=LABEL_BASE,
