@@ -994,7 +994,9 @@ def _op(name: str, *args: Any) -> Any:
 
 # -- a method call, one request ----------------------------------------------------------------
 
-_LOAD_METHOD = opcode.opmap.get("LOAD_METHOD")  # Python 3.11; 3.12 has LOAD_ATTR's low bit
+_LOAD_METHOD = opcode.opmap["LOAD_METHOD"] if sys.version_info < (3, 12) else None
+"""3.11's method load; from 3.12 (where LOAD_METHOD is a pseudo-instruction, never in the
+bytecode) it is LOAD_ATTR with its low bit set."""
 _LOAD_ATTR = opcode.opmap["LOAD_ATTR"]
 
 
