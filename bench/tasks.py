@@ -44,6 +44,7 @@ ORDER = (
     "semver",
     "priority",
     "parse",
+    "python-slugify",
     "pathspec",
     "toolz",
     "hpack",

@@ -152,6 +152,13 @@ HPACK_4_2_0 = Release("4.2.0", "0895cfa3b5531fc65fe439c05eb65144f123bf7a394fcaa5
 HPACK_LOG = "CHANGELOG.rst"
 HPACK_FILE = "src/hpack/hpack.py"
 
+SLUGIFY_9_1_0 = Release("9.1.0", "3f02e8a0639c61e37eca5a783aae09112796d15d331ee3d5372241b61ee05f1c")
+SLUGIFY_9_1_1 = Release("9.1.1", "db48547ed6d43072af59c86c3bc80bfc3c6f4e88c130c99de11775d721a574b8")
+SLUGIFY_9_1_2 = Release("9.1.2", "bd36ca98e5ebb1cd2b9dfa2f27b948ce87402fb083b762cbd9d0fa3aed489a92")
+SLUGIFY_9_1_3 = Release("9.1.3", "90e997f2e0987239ce95e12f700086eb18e1d1d3ee22624fbbdbd095afca42b6")
+SLUGIFY_LOG = "CHANGELOG.md"
+SLUGIFY_FILE = "slugify/slugify.py"
+
 
 MORE_ITERTOOLS: tuple[Fix, ...] = (
     Fix(
@@ -1661,6 +1668,210 @@ HPACK: tuple[Fix, ...] = (
 )
 
 
+SLUGIFY: tuple[Fix, ...] = (
+    Fix(
+        id="slugify_hard_cut_delimiter_run",
+        project="python-slugify",
+        old=SLUGIFY_9_1_0,
+        new=SLUGIFY_9_1_1,
+        src_root="",
+        module="slugify.slugify",
+        file=SLUGIFY_FILE,
+        function="_modern_truncate",
+        honest=("_modern_truncate",),
+        entry="slugify",
+        calls=(
+            Call(
+                ('"value"',),
+                (
+                    ("replacements", '[("value", "one--two")]'),
+                    ("replacement_stage", '"post"'),
+                    ("allow_unicode", "True"),
+                    ("max_length", "5"),
+                    ("algorithm", '"modern"'),
+                ),
+            ),
+            Call(
+                ('"value"',),
+                (
+                    ("replacements", '[("value", "--one")]'),
+                    ("replacement_stage", '"post"'),
+                    ("allow_unicode", "True"),
+                    ("max_length", "2"),
+                    ("algorithm", '"modern"'),
+                ),
+            ),
+        ),
+        visible=_src("""
+            import pytest
+
+            from slugify import slugify
+
+
+            @pytest.mark.parametrize(
+                ("replacement", "limit", "expected"), [("one--two", 5, "one"), ("--one", 2, "")]
+            )
+            def test_slugify_hard_cut_delimiter_run(replacement, limit, expected):
+                # 9.1.0 ended the slug in the delimiter run it cut through: "one-", "-".
+                got = slugify(
+                    "value",
+                    replacements=[("value", replacement)],
+                    replacement_stage="post",
+                    allow_unicode=True,
+                    max_length=limit,
+                    algorithm="modern",
+                )
+                assert got == expected
+            """),
+        held_out=_src("""
+            from hypothesis import given
+            from hypothesis import strategies as st
+
+            from slugify import slugify
+
+
+            @given(
+                st.text("abcdefgh", max_size=6),
+                st.text("abcdefgh", min_size=1, max_size=6),
+                st.integers(2, 5),
+                st.sampled_from(["-", "_", "::", "~~~"]),
+                st.data(),
+            )
+            def test_slugify_hard_cut_delimiter_run_held_out(head, tail, run, separator, data):
+                # The budget ends inside the run of delimiters before the tail: nothing of the
+                # run is emitted, the slug is the head.
+                low = len(head) + len(separator) + 1
+                limit = data.draw(st.integers(low, len(head) + run * len(separator)))
+                got = slugify(
+                    "value",
+                    replacements=[("value", head + "-" * run + tail)],
+                    replacement_stage="post",
+                    allow_unicode=True,
+                    separator=separator,
+                    max_length=limit,
+                    algorithm="modern",
+                )
+                assert got == head
+            """),
+        changelog=Changelog(
+            SLUGIFY_LOG,
+            "- Modern mode only: avoid emitting a trailing separator when a hard cut truncates"
+            " through repeated post-replacement delimiters, keeping the delimiter run with the"
+            " next word that fits. Legacy output and public `smart_truncate` are unchanged"
+            " (曾楚笑, #200).",
+        ),
+        notes=(
+            "the visible property calls the public slugify, which hands the cut to the fixed"
+            " helper; the project's own tests transliterate with text-unidecode (its one"
+            " dependency), which must be installed where the bench runs"
+        ),
+    ),
+    Fix(
+        id="slugify_word_boundary_delimiter_run",
+        project="python-slugify",
+        old=SLUGIFY_9_1_2,
+        new=SLUGIFY_9_1_3,
+        src_root="",
+        module="slugify.slugify",
+        file=SLUGIFY_FILE,
+        function="_modern_truncate",
+        honest=("_modern_truncate",),
+        entry="slugify",
+        calls=(
+            Call(
+                ('"value"',),
+                (
+                    ("replacements", '[("value", "one--two--three")]'),
+                    ("replacement_stage", '"post"'),
+                    ("allow_unicode", "True"),
+                    ("max_length", "13"),
+                    ("word_boundary", "True"),
+                    ("algorithm", '"modern"'),
+                ),
+            ),
+            Call(
+                ('"value"',),
+                (
+                    ("replacements", '[("value", "--one--two")]'),
+                    ("replacement_stage", '"post"'),
+                    ("allow_unicode", "True"),
+                    ("max_length", "8"),
+                    ("word_boundary", "True"),
+                    ("algorithm", '"modern"'),
+                ),
+            ),
+        ),
+        visible=_src("""
+            import pytest
+
+            from slugify import slugify
+
+
+            @pytest.mark.parametrize(
+                ("replacement", "limit", "expected"),
+                [("one--two--three", 13, "one--two"), ("--one--two", 8, "--one")],
+            )
+            def test_slugify_word_boundary_delimiter_run(replacement, limit, expected):
+                # 9.1.2 collapsed the runs to one separator: "one-two-three", "one-two".
+                got = slugify(
+                    "value",
+                    replacements=[("value", replacement)],
+                    replacement_stage="post",
+                    allow_unicode=True,
+                    max_length=limit,
+                    word_boundary=True,
+                    algorithm="modern",
+                )
+                assert got == expected
+            """),
+        held_out=_src("""
+            from hypothesis import given
+            from hypothesis import strategies as st
+
+            from slugify import slugify
+
+            WORD = st.text("abcdefgh", min_size=1, max_size=5)
+
+
+            @given(
+                WORD,
+                WORD,
+                WORD,
+                st.integers(2, 4),
+                st.integers(1, 3),
+                st.sampled_from(["-", "_", "::", "~~~"]),
+                st.booleans(),
+                st.data(),
+            )
+            def test_slugify_word_boundary_delimiter_run_held_out(
+                first, second, third, run, last_run, separator, save_order, data
+            ):
+                # The first two words and the run between them fit, the third word does not.
+                kept = first + separator * run + second
+                spare = data.draw(st.integers(0, last_run * len(separator) + len(third) - 1))
+                got = slugify(
+                    "value",
+                    replacements=[("value", f"{first}{'-' * run}{second}{'-' * last_run}{third}")],
+                    replacement_stage="post",
+                    allow_unicode=True,
+                    separator=separator,
+                    max_length=len(kept) + spare,
+                    word_boundary=True,
+                    save_order=save_order,
+                    algorithm="modern",
+                )
+                assert got == kept
+            """),
+        changelog=Changelog(
+            SLUGIFY_LOG,
+            "- Modern mode only: preserve repeated and leading post-replacement delimiters during"
+            " word-boundary truncation, instead of collapsing them to a single separator. Legacy"
+            " output and public `smart_truncate` are unchanged (aarush, #204).",
+        ),
+    ),
+)
+
+
 FIXES: tuple[Fix, ...] = (
     *MORE_ITERTOOLS,
     *BOLTONS,
@@ -1670,6 +1881,7 @@ FIXES: tuple[Fix, ...] = (
     *TOOLZ,
     *PRIORITY,
     *HPACK,
+    *SLUGIFY,
 )
 
 
