@@ -48,7 +48,9 @@ ORDER = (
     "pathspec",
     "toolz",
     "hpack",
+    "sqlparse",
     "boltons",
+    "wcwidth",
     "more-itertools",
 )
 """Projects with the smallest test modules first: a budget gets the most tasks."""

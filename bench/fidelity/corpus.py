@@ -159,6 +159,22 @@ SLUGIFY_9_1_3 = Release("9.1.3", "90e997f2e0987239ce95e12f700086eb18e1d1d3ee2262
 SLUGIFY_LOG = "CHANGELOG.md"
 SLUGIFY_FILE = "slugify/slugify.py"
 
+WCWIDTH_0_8_1 = Release("0.8.1", "faf5b4a5366a72dc49cad48cdf21f52bdf63bdda995178e483ba247ff79089b9")
+WCWIDTH_0_8_2 = Release("0.8.2", "91fbef97204b96a3d4d421609b80340b760cf33e26da123ff243d76b1fda8dda")
+WCWIDTH_0_8_4 = Release("0.8.4", "2dae09efa25253ae2874188e86d6861af3b1652aef4118cdf3f0bda288a957fb")
+WCWIDTH_0_8_5 = Release("0.8.5", "720336056169eac7744c5a84165d563cc6f569652615071cbfd575f131e7537f")
+
+SQLPARSE_0_4_2 = Release(
+    "0.4.2", "0c00730c74263a94e5a9919ade150dfc3b19c574389985446148402998287dae"
+)
+SQLPARSE_0_4_3 = Release(
+    "0.4.3", "69ca804846bb114d2ec380e4360a8a340db83f0ccf3afceeb1404df028f57268"
+)
+SQLPARSE_LOG = "CHANGELOG"
+# 0.6.0's "Fix `get_real_name` for names with more than two dotted parts" (0.5.5 -> 0.6.0,
+# NameAliasMixin.get_real_name) qualifies too, and its task validates, but the fixed
+# function has no comparison or numeric constant: cheat (ii) cannot be built for it.
+
 
 MORE_ITERTOOLS: tuple[Fix, ...] = (
     Fix(
@@ -1872,6 +1888,146 @@ SLUGIFY: tuple[Fix, ...] = (
 )
 
 
+SQLPARSE: tuple[Fix, ...] = (
+    Fix(
+        id="sqlparse_remove_quotes_backtick",
+        project="sqlparse",
+        old=SQLPARSE_0_4_2,
+        new=SQLPARSE_0_4_3,
+        src_root="",
+        module="sqlparse.utils",
+        file="sqlparse/utils.py",
+        function="remove_quotes",
+        honest=("remove_quotes",),
+        entry="remove_quotes",
+        calls=(Call(('"`foo`"',)), Call(('"`a b`"',))),
+        visible=_src("""
+            from sqlparse.utils import remove_quotes
+
+
+            def test_sqlparse_remove_quotes_backtick():
+                assert remove_quotes("`foo`") == "foo"
+                assert remove_quotes("`a b`") == "a b"
+            """),
+        held_out=_src("""
+            from hypothesis import given
+            from hypothesis import strategies as st
+
+            from sqlparse.utils import remove_quotes
+
+
+            @given(st.text(max_size=12))
+            def test_sqlparse_remove_quotes_backtick_held_out(inner):
+                # Backticks are quotes like the others: the surrounding pair goes.
+                assert remove_quotes("`" + inner + "`") == inner
+            """),
+        changelog=Changelog(
+            SQLPARSE_LOG, "* Handle backtick as valid quote char (issue628, pr629, by codenamelxl)."
+        ),
+    ),
+)
+
+
+WCWIDTH: tuple[Fix, ...] = (
+    Fix(
+        id="wcwidth_wcswidth_n_past_end",
+        project="wcwidth",
+        old=WCWIDTH_0_8_1,
+        new=WCWIDTH_0_8_2,
+        src_root="",
+        module="wcwidth._wcswidth",
+        file="wcwidth/_wcswidth.py",
+        function="wcswidth",
+        honest=("wcswidth",),
+        entry="wcswidth",
+        calls=(Call(('"abc"', "10")), Call(('"\u53e4\u53e4"', "5"))),
+        visible=_src("""
+            from wcwidth import wcswidth
+
+
+            def test_wcwidth_wcswidth_n_past_end():
+                assert wcswidth("abc", 10) == 3
+                assert wcswidth("\u53e4\u53e4", 5) == 4
+            """),
+        held_out=_src("""
+            from hypothesis import given
+            from hypothesis import strategies as st
+
+            from wcwidth import wcswidth
+
+            # Narrow, wide, combining and ambiguous characters (no controls, no joiners).
+            TEXT = st.text("aZ .\u53e4\u30b3\u0301\u00e9\u00b7", max_size=12)
+
+
+            @given(TEXT, st.integers(1, 40))
+            def test_wcwidth_wcswidth_n_past_end_held_out(text, extra):
+                # Past the end, n measures the whole string (POSIX: at most n characters).
+                assert wcswidth(text, len(text) + extra) == wcswidth(text)
+            """),
+        changelog=Changelog(
+            "docs/intro.rst",
+            "* **Bugfix** Do not raise IndexError when given legacy POSIX ``n`` argument to"
+            " `wcswidth()`_ or",
+        ),
+        notes="0.8.2 fixes wcstwidth (same file) the same way; that half is left out",
+    ),
+    Fix(
+        id="wcwidth_wrap_cjk_hyphen",
+        project="wcwidth",
+        old=WCWIDTH_0_8_4,
+        new=WCWIDTH_0_8_5,
+        src_root="",
+        module="wcwidth.textwrap",
+        file="wcwidth/textwrap.py",
+        function="SequenceTextWrapper._handle_long_word",
+        honest=("SequenceTextWrapper._handle_long_word",),
+        entry="wrap",
+        calls=(
+            Call(('"\u6f22\u5b57-2xyz"', "4")),
+            Call(('"\u65e5\u672c\u8a9e-9go"', "5")),
+        ),
+        visible=_src("""
+            from wcwidth import wrap
+
+
+            def test_wcwidth_wrap_cjk_hyphen():
+                assert wrap("\u6f22\u5b57-2xyz", 4) == ["\u6f22\u5b57", "-2xy", "z"]
+                assert wrap("\u65e5\u672c\u8a9e-9go", 5) == [
+                    "\u65e5\u672c",
+                    "\u8a9e-",
+                    "9go",
+                ]
+            """),
+        held_out=_src("""
+            from hypothesis import given
+            from hypothesis import strategies as st
+
+            from wcwidth import width, wrap
+
+            # A hyphen followed by a digit does not split the word: the long word is broken.
+            HEAD = st.text("\u53e4\u6f22\u5b57\u65e5\u672cab", min_size=1, max_size=6)
+            TAIL = st.text("0123456789xyz", min_size=1, max_size=8)
+
+
+            @given(HEAD, st.integers(0, 9), TAIL, st.integers(2, 9))
+            def test_wcwidth_wrap_cjk_hyphen_held_out(head, digit, tail, cells):
+                text = f"{head}-{digit}{tail}"
+                lines = wrap(text, cells)
+                assert "".join(lines) == text
+                assert all(width(line) <= cells for line in lines)
+            """),
+        changelog=Changelog(
+            "docs/history.rst", "* **Bugfix** CJK hyphen break positions for `wrap()`_, `PR #262`_."
+        ),
+        notes=(
+            "0.8.4's tox.ini has testpaths = tests wcwidth (for --doctest-modules): task from-fix"
+            " counts wcwidth/textwrap.py as a test file; test_textwrap.py's autouse fixture"
+            " patches secrets.token_hex"
+        ),
+    ),
+)
+
+
 FIXES: tuple[Fix, ...] = (
     *MORE_ITERTOOLS,
     *BOLTONS,
@@ -1882,6 +2038,8 @@ FIXES: tuple[Fix, ...] = (
     *PRIORITY,
     *HPACK,
     *SLUGIFY,
+    *WCWIDTH,
+    *SQLPARSE,
 )
 
 
