@@ -17,7 +17,7 @@ import git
 import pytest
 
 from patchwarden.scorer import TestResult, read_testpaths
-from patchwarden.scorer._task import is_test_path
+from patchwarden.scorer._task import is_test_path, test_data_roots
 from tests._git_repos import GIT_ENV, commit, init_repo, operator_config, patchwarden
 
 PYPROJECT = '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["."]\n'
@@ -156,6 +156,32 @@ def test_testpaths_read_like_pytest(tmp_path: Path) -> None:
     assert read_testpaths(tmp_path / "r", sha) == ["checks", "more"]
     sha = commit(repo, {"pytest.ini": "[pytest]\naddopts = -q\n"}, "ini wins, without testpaths")
     assert read_testpaths(tmp_path / "r", sha) == []
+
+
+def test_a_package_in_testpaths_is_the_products(tmp_path: Path) -> None:
+    # wcwidth lists its package in testpaths for --doctest-modules: its fix of
+    # wcwidth/textwrap.py was read as a test change ("changes only the project's tests").
+    repo = init_repo(tmp_path / "r")
+    sha = commit(
+        repo,
+        {
+            "tox.ini": "[pytest]\ntestpaths = tests pkg checks\n",
+            "pkg/__init__.py": "",
+            "pkg/wrap.py": "def wrap(): pass\n",
+            "checks/golden.txt": "x\n",
+        },
+        "package in testpaths",
+    )
+    testpaths = read_testpaths(tmp_path / "r", sha)
+    assert testpaths == ["tests", "pkg", "checks"]
+    roots = test_data_roots(tmp_path / "r", sha, testpaths)
+    assert roots == ["tests", "checks"]
+    protected = ["tox.ini"]
+    assert not is_test_path("pkg/wrap.py", roots, protected)
+    assert not is_test_path("pkg/table.json", roots, protected)
+    assert is_test_path("pkg/test_wrap.py", roots, protected)
+    assert is_test_path("pkg/tests/data.json", roots, protected)
+    assert is_test_path("checks/golden.txt", roots, protected)
 
 
 def test_outcomes_classify_targets_guards_and_exclusions() -> None:
