@@ -1447,6 +1447,18 @@ FAITHFUL = textwrap.dedent(
         return len(text)
 
 
+    def shout_fd(text):  # to descriptor 1 itself, as a child process's output goes
+        os.write(1, text.encode())
+
+
+    def stream_shape():  # what a call's streams are: pytest's capture, as in run_tests
+        import io
+        import sys
+
+        held = isinstance(getattr(sys.stdout, "buffer", None), io.BytesIO)
+        return sys.stdout.fileno() > 2, held, type(sys.stdin).__name__
+
+
     class Evaluator:  # simpleeval's SimpleEval: names the caller fills in
         def __init__(self):
             self.names = {}
@@ -2224,10 +2236,13 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert lib.wrap_trace(Target(1, 2, 3)) == (1, 2, 3)
 
 
-    def test_printed(capsys):
-        # What product code prints is printed in the oracle, where capsys sees it.
+    def test_printed(capfd):
+        # What product code prints, to sys.stdout or to descriptor 1, is printed in the
+        # oracle, where capfd sees it; a call writes to pytest's capture, as in run_tests.
         assert lib.shout("hi") == 2
-        assert capsys.readouterr() == ("HI\\n", "to err\\n")
+        lib.shout_fd("raw\\n")
+        assert capfd.readouterr() == ("HI\\nraw\\n", "to err\\n")
+        assert lib.stream_shape() == (True, False, "DontReadFromInput")
 
 
     def test_live_containers(monkeypatch):

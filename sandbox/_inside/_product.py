@@ -28,7 +28,6 @@ import dataclasses
 import datetime
 import gc
 import importlib
-import io
 import json
 import keyword
 import operator
@@ -1363,16 +1362,15 @@ def _answer(request: dict[str, Any]) -> bytes:
     with the warnings product code issued meanwhile: the oracle issues them again under its
     own filters, so ``pytest.warns`` and ``filterwarnings = error`` see them as in-process."""
     memo = Memo()
-    # What product code prints meanwhile goes back with the reply, and the oracle prints it
-    # to its own streams, where pytest captures it (capsys, a failure's captured output).
-    saved = sys.stdout, sys.stderr
-    printed = [_capture_stream(saved[0]), _capture_stream(saved[1])]
-    sys.stdout, sys.stderr = printed
+    # Product code runs under pytest's own capture, as each test of the agent's run_tests
+    # does; what it printed goes back with the reply, and the oracle prints it to its own
+    # streams, where pytest captures it (capsys, capfd, a failure's captured output).
+    capture = CAPTURE[0]
+    capture.resume_capturing()
     try:
         reply = _answer_captured(request, memo)
     finally:
-        sys.stdout, sys.stderr = saved
-    texts = [_captured_text(stream) for stream in printed]
+        texts = _captured_texts(capture)
     if any(texts):
         reply["printed"] = texts
     try:
@@ -1381,46 +1379,58 @@ def _answer(request: dict[str, Any]) -> bytes:
         return dumps({"wire": f"the reply could not be written: {type(exc).__name__}"})
 
 
-@seal_class
-class _Printed(io.BytesIO):
-    """What one call prints: written on to the process's own stream as it comes (the run's
-    evidence keeps it, and its output limit ends a product that floods), and kept up to
-    ``PRINTED_MAX_CHARS`` bytes for the reply."""
+def _capture() -> Any:
+    """pytest's capture of descriptors 0, 1 and 2 (``--capture=fd``, its default; the runner
+    drops a project's own capture options, sandbox/_pytest_config.py), made once, before the
+    tree is importable, and resumed only while a request runs: product code sees in a call
+    what a test of the agent's ``run_tests`` sees (``sys.stdout`` pytest's stream over a
+    temporary file, descriptors 1 and 2 that file, ``sys.stdin`` pytest's refusal and
+    descriptor 0 ``/dev/null``), not a stream of this program's. Between two requests the
+    process's own streams are back (the run's output)."""
+    from _pytest.capture import FDCapture, MultiCapture
 
-    def __init__(self, beyond: Any) -> None:
-        super().__init__()
-        self.beyond = beyond
-        self.cut = 0
-
-    def write(self, data: Any) -> int:
-        try:
-            target = getattr(self.beyond, "buffer", None)
-            if target is not None:
-                target.write(bytes(data))
-                target.flush()
-        except (OSError, ValueError):
-            pass
-        if self.tell() + len(data) <= PRINTED_MAX_CHARS:
-            return super().write(data)
-        self.cut += len(data)
-        return len(data)
+    capture = MultiCapture(in_=FDCapture(0), out=FDCapture(1), err=FDCapture(2))
+    capture.start_capturing()
+    capture.suspend_capturing()
+    return capture
 
 
-def _capture_stream(beyond: Any) -> io.TextIOWrapper:
-    """A text stream as pytest's capture gives product code (a ``TextIOWrapper`` over bytes,
-    UTF-8, no file descriptor)."""
-    return io.TextIOWrapper(_Printed(beyond), encoding="UTF-8", newline="", write_through=True)
-
-
-def _captured_text(stream: io.TextIOWrapper) -> str:
+def _captured_texts(capture: Any) -> list[str]:
+    """Capture suspended, and what the call printed on each of descriptors 1 and 2: written
+    on to the process's own stream (the run's evidence keeps it, and its output limit ends
+    a product that floods), and up to ``PRINTED_MAX_CHARS`` bytes of it for the reply. A
+    capture product code broke (it closed pytest's stream) is made again."""
+    texts = []
     try:
-        stream.flush()
-        kept: Any = stream.buffer
-        text = str(kept.getvalue().decode("utf-8", "replace"))
-    except (ValueError, OSError, AttributeError):  # product code closed or replaced it
+        capture.suspend_capturing()
+        for part in (capture.out, capture.err):
+            texts.append(_printed(part.tmpfile.buffer, part.targetfd))
+    except (OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError):
+            capture.stop_capturing()
+        CAPTURE[0] = _capture()
+        return ["", ""]
+    return texts
+
+
+def _printed(tmpfile: Any, own_fd: int) -> str:
+    size = tmpfile.tell()  # one seek: nothing printed, nothing read
+    if not size:
         return ""
-    if kept.cut:
-        text += f"\n[patchwarden: {kept.cut} more bytes printed, kept in the run's output]\n"
+    tmpfile.seek(0)
+    kept = b""
+    while chunk := tmpfile.read(1 << 20):
+        if len(kept) < PRINTED_MAX_CHARS:
+            kept += chunk[: PRINTED_MAX_CHARS - len(kept)]
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(own_fd, view) :]
+    tmpfile.seek(0)
+    tmpfile.truncate()
+    text = kept.decode("utf-8", "replace")
+    if size > len(kept):
+        more = size - len(kept)
+        text += f"\n[patchwarden: {more} more bytes printed, kept in the run's output]\n"
     return text
 
 
@@ -1799,6 +1809,7 @@ random.seed(PRODUCT_SEED)
 # modules finds no dispatch to wrap. The functions keep this module's globals; the other
 # ways to them (frames, ``gc``) are probes (docs/design/isolated-oracle.md).
 sys.modules["__main__"] = types.ModuleType("__main__")
+CAPTURE = [_capture()]
 _server_holdings()
 arm_probes(PROBE_FD, PRODUCT_TREE, _library_dirs())
 sys.path[0:0] = tree_paths(PRODUCT_TREE, PRODUCT_LAYOUT["roots"])

@@ -390,6 +390,8 @@ class _Link:
             return ProductFlooded, "the product process wrote more output than the limit"
         if status.get("timed_out"):
             return ProductHung, "the product process ran past the run's wall time"
+        if code == 128 + signal.SIGXFSZ:  # what a call prints is held in a file, as pytest's
+            return ProductFlooded, "the product process wrote past the file size limit"
         if type(code) is int and code > 128:
             return ProductCrashed, f"the product process died of signal {code - 128}"
         if type(code) is int:
