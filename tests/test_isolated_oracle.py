@@ -1768,6 +1768,19 @@ FAITHFUL = textwrap.dedent(
         return [ValueError("one"), KeyError("two")]
 
 
+    def missing_name(importer):  # python-slugify: which module an import did not find
+        try:
+            importer("nope")
+        except ImportError as exc:
+            return exc.name
+
+
+    def raise_missing():
+        error = ModuleNotFoundError("No module named 'x'", name="x", path="/p")
+        error.add_note("checked")
+        raise error
+
+
     def is_one_of(error, errors):
         return any(error is e for e in errors)
 
@@ -2225,6 +2238,14 @@ FAITHFUL_TESTS = textwrap.dedent(
         one, two = lib.problems()
         assert isinstance(one, ValueError) and one.args == ("one",)
         assert isinstance(two, KeyError)
+        # What a built-in exception holds beside its args crosses both ways.
+        def importer(name):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+        assert lib.missing_name(importer) == "nope"
+        with pytest.raises(ModuleNotFoundError) as ctx:
+            lib.raise_missing()
+        assert (ctx.value.name, ctx.value.path, ctx.value.__notes__[0]) == ("x", "/p", "checked")
 
 
     def test_traced():
@@ -2397,12 +2418,12 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert lib.nap(5) == 5 and slept == [5]
 
 
-    def test_shared_mock():
+    def test_shared_mock():  # python-slugify's CLI test: the oracle's print is not the product's
         from unittest import mock
 
-        with mock.patch("time.sleep") as sleep:
-            lib.nap(5)
-        assert sleep.call_count == 1
+        with mock.patch("builtins.print") as printed:
+            lib.shout("hi")
+        assert printed.call_count == 2
 
 
     def test_shared_memory():  # xmltodict: the product's allocations are not traced here
@@ -3262,7 +3283,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
             )
             for how, what in (
                 ("patch", "patches time.sleep"),
-                ("mock", "patches time.sleep"),
+                ("mock", "patches builtins.print"),
                 ("env", "sets the environment variable PW_MODE"),
                 ("memory", "traces memory allocations"),
             )

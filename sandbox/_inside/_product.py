@@ -66,6 +66,7 @@ if TYPE_CHECKING:
         decode,
         dumps,
         encode,
+        exception_extras,
         is_plain,
         library_exception,
         loads,
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
         rebuilt_parts,
         replace_contents,
         sendable_contents,
+        set_exception_extras,
         standard_class_name,
         standard_member,
         standard_member_of,
@@ -831,6 +833,9 @@ def _oracle_exception_alone(raised: dict[str, Any]) -> BaseException:
         except Exception:  # a library's class whose __init__ wants more (JSONDecodeError)
             exc = cls.__new__(cls)
             exc.args = args
+    if raised.get("extras") is not None:
+        with contextlib.suppress(WireError):
+            set_exception_extras(exc, decode(raised["extras"], _in))
     product = raised.get("product")
     if type(raised.get("oracle")) is int and not (
         type(product) is int and OBJECTS.get(product) is cls
@@ -1317,6 +1322,9 @@ def _raised(exc: BaseException, with_traceback: bool = True, depth: int = 0) -> 
         "tb": tb,
         "h": _handle(exc),
     }
+    extras = exception_extras(exc)
+    if extras:
+        raised["extras"] = encode(extras, _out)
     if exc.__suppress_context__:
         raised["suppress"] = True
     for key in ("__cause__", "__context__"):

@@ -44,6 +44,7 @@ import os
 import pathlib
 import re
 import select
+import signal
 import sys
 import tempfile
 import threading
@@ -72,6 +73,7 @@ if TYPE_CHECKING:
         decode,
         dumps,
         encode,
+        exception_extras,
         is_plain,
         library_exception,
         loads,
@@ -79,6 +81,7 @@ if TYPE_CHECKING:
         rebuilt_parts,
         replace_contents,
         sendable_contents,
+        set_exception_extras,
         standard_class_name,
         standard_member,
         standard_member_of,
@@ -2181,6 +2184,9 @@ def _crossed(link: _Link, exc: BaseException) -> dict[str, Any]:
             text = type(exc).__name__
         args = encode(exc.args, _send) if is_plain(exc.args) else None
         crossing = {"bx": base.__name__, "args": args, "str": text, "oracle": _give(exc)[1]}
+        extras = exception_extras(exc)
+        if extras:
+            crossing["extras"] = encode(extras, _send)
         product = next((c for c in _OWN_MRO(type(exc)) if "__pw_handle__" in _OWN_DICT(c)), None)
         if product is not None:
             # One of the product's classes the test raised (voluptuous' validators raise
@@ -2490,6 +2496,9 @@ def _exception(raised: Any) -> BaseException:
     except Exception:
         exc = _bare(cls, args)
     exc.args = args
+    if raised.get("extras") is not None:
+        with contextlib.suppress(WireError, IsolationRefused, ProductFailure):
+            set_exception_extras(exc, decode(raised["extras"], _receive))
     if cls.__module__ != "builtins" and "__pw_handle__" in _OWN_DICT(cls):
         vars(exc)["__pw_str__"] = text
         if type(raised.get("repr")) is str:
@@ -2831,7 +2840,8 @@ def _shared_module(owner: Any, tree: str) -> str | None:
     if type(location) is str and os.path.realpath(location).startswith(tree + os.sep):
         return None  # the test's own module (or conftest)
     name = str(owner.__name__)
-    return None if name.split(".")[0] in ("builtins", "__main__", *_MACHINERY) else name
+    # builtins too: product code's print, open and input are the product process's own.
+    return None if name.split(".")[0] in ("__main__", *_MACHINERY) else name
 
 
 _UNSHARED = "which the product process does not share"

@@ -35,6 +35,7 @@ from __future__ import annotations
 import base64
 import collections
 import collections.abc
+import contextlib
 import datetime
 import decimal
 import enum
@@ -706,6 +707,47 @@ def _value(
             year, month, day, hour, minute, second, micro, tzinfo=_zone(data[7], other), fold=fold
         )
     return _UNKNOWN
+
+
+EXCEPTION_KEYWORDS = {"ImportError": ("name", "path"), "AttributeError": ("name",),
+                      "NameError": ("name",)}  # fmt: skip
+"""What a built-in exception holds beside its ``args`` that its constructor does not make from
+them (keyword arguments: ``ImportError(msg, name=...)``), by the built-in class that has it."""
+
+
+def exception_extras(exc: BaseException) -> dict[str, Any]:
+    """What crosses with an exception beside its class and ``args``: the values of
+    ``EXCEPTION_KEYWORDS`` it has (read by the built-in class's own descriptor: no override
+    runs) and its notes (``add_note``), when plain. python-slugify's test raises
+    ``ModuleNotFoundError(name=...)`` from a stand-in import and the product reads ``.name``."""
+    extras: dict[str, Any] = {}
+    for cls in type(exc).__mro__:
+        names = EXCEPTION_KEYWORDS.get(cls.__name__, ()) if cls.__module__ == "builtins" else ()
+        for name in names:
+            value = vars(cls)[name].__get__(exc, cls)
+            if value is not None and is_plain(value):
+                extras.setdefault(name, value)
+    own = getattr(exc, "__dict__", None)
+    notes = own.get("__notes__") if type(own) is dict else None
+    if type(notes) is list and notes and all(type(note) is str for note in notes):
+        extras["__notes__"] = list(notes)
+    return extras
+
+
+def set_exception_extras(exc: BaseException, extras: Any) -> None:
+    """``exception_extras`` of the other side's exception set on this side's (each value that
+    its class takes; the rest left as the constructor made it)."""
+    if type(extras) is not dict:
+        return
+    for name, value in extras.items():
+        if name == "__notes__":
+            if type(value) is list and all(type(note) is str for note in value):
+                for note in value:
+                    with contextlib.suppress(TypeError):
+                        exc.add_note(note)
+        elif type(name) is str and any(name in names for names in EXCEPTION_KEYWORDS.values()):
+            with contextlib.suppress(AttributeError, TypeError):
+                setattr(exc, name, value)
 
 
 LIBRARY_EXCEPTION_MACHINERY = frozenset(
