@@ -53,7 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fidelity import _build, _regression, _task
 from fidelity.cheats import force_pass_conftest, weaken_property
-from fidelity.corpus import FIXES, Fix
+from fidelity.corpus import FIXES, Fix, missing_requirements
 
 from patchwarden.sandbox import Limits, SandboxConfig
 from patchwarden.scorer import ScorerConfig, ScoreRequest, Verdict, score
@@ -425,6 +425,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = parser.parse_args(argv)
     settings = SETTINGS[:1] if options.no_held_out else SETTINGS
     fixes = interleaved([f for f in FIXES if not options.only or f.id in options.only])
+    lacking = missing_requirements(fixes)
+    if lacking:
+        print(f"fidelity.py: {lacking}", file=sys.stderr)
+        return 2
     outcomes: list[Outcome] = []
     if options.resume and options.json is not None and options.json.is_file():
         saved = json.loads(options.json.read_text())

@@ -38,7 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fidelity._task import TaskOutcome, build_task
-from fidelity.corpus import FIXES, Fix
+from fidelity.corpus import FIXES, Fix, missing_requirements
 
 ORDER = (
     "semver",
@@ -142,6 +142,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         (f for f in FIXES if args.only is None or f.id in args.only),
         key=lambda f: ORDER.index(f.project) if f.project in ORDER else len(ORDER),
     )
+    lacking = missing_requirements(fixes)
+    if lacking:
+        print(f"tasks.py: {lacking}", file=sys.stderr)
+        return 2
     scratch = args.keep or Path(tempfile.mkdtemp(prefix="pw-bench-tasks-"))
     scratch.mkdir(parents=True, exist_ok=True)
     outcomes: list[TaskOutcome] = []

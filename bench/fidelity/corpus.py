@@ -16,7 +16,9 @@ for every seed of the schedule (:mod:`.verify` checks this).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from importlib import metadata
 from textwrap import dedent
 
 
@@ -61,6 +63,7 @@ class Fix:
     self_key: str | None = None  # for a method entry: how a cheat recognises the object
     notes: str = ""
     tags: tuple[str, ...] = field(default=())
+    requires: tuple[str, ...] = ()  # distributions the project's own tests import, pinned
 
     @property
     def visible_file(self) -> str:
@@ -77,6 +80,27 @@ class Fix:
     @property
     def held_out_test(self) -> str:
         return f"test_{self.id}_held_out"
+
+
+def missing_requirements(fixes: Iterable[Fix]) -> str:
+    """One line naming what the bench's interpreter lacks for ``fixes`` (the projects' own
+    test dependencies, ``Fix.requires``), with the command that installs it; "" if nothing.
+    The runs use the bench's interpreter, so a missing one would fail the project's tests
+    on both sides and read as a verdict on the fix."""
+    missing: dict[str, list[str]] = {}
+    for fix in fixes:
+        for requirement in fix.requires:
+            name, _, wanted = requirement.partition("==")
+            try:
+                found = metadata.version(name)
+            except metadata.PackageNotFoundError:
+                found = None
+            if found is None or (wanted and found != wanted):
+                missing.setdefault(requirement, []).append(fix.id)
+    if not missing:
+        return ""
+    needs = ", ".join(f"{req} (for {', '.join(ids)})" for req, ids in sorted(missing.items()))
+    return f"the bench's interpreter needs {needs}: pip install {' '.join(sorted(missing))}"
 
 
 def _src(text: str) -> str:
@@ -1688,6 +1712,7 @@ SLUGIFY: tuple[Fix, ...] = (
     Fix(
         id="slugify_hard_cut_delimiter_run",
         project="python-slugify",
+        requires=("text-unidecode==1.3",),
         old=SLUGIFY_9_1_0,
         new=SLUGIFY_9_1_1,
         src_root="",
@@ -1785,6 +1810,7 @@ SLUGIFY: tuple[Fix, ...] = (
     Fix(
         id="slugify_word_boundary_delimiter_run",
         project="python-slugify",
+        requires=("text-unidecode==1.3",),
         old=SLUGIFY_9_1_2,
         new=SLUGIFY_9_1_3,
         src_root="",

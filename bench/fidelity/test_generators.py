@@ -6,6 +6,7 @@ python -m pytest bench/fidelity/test_generators.py
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import tarfile
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 from . import _regression, cheats
 from ._sdist import SdistError, unpack
 from ._source import segment, transplant
-from .corpus import FIXES
+from .corpus import FIXES, missing_requirements
 
 OLD = '''
 import functools
@@ -292,3 +293,14 @@ def test_the_doctest_file_checks_examples_like_doctest(
     monkeypatch.delitem(sys.modules, "pkg.mod")
     with pytest.raises(AssertionError, match=r"clamp\(-3\): expected '0', got '-3'"):
         namespace[_regression.doctest_test("clamp")]()
+
+
+def test_a_missing_test_dependency_is_named_before_any_run() -> None:
+    slugify = [f for f in FIXES if f.project == "python-slugify"]
+    absent = [dataclasses.replace(f, requires=("pw-not-installed-anywhere==1.0",)) for f in slugify]
+    assert missing_requirements(absent) == (
+        "the bench's interpreter needs pw-not-installed-anywhere==1.0 (for "
+        "slugify_hard_cut_delimiter_run, slugify_word_boundary_delimiter_run): "
+        "pip install pw-not-installed-anywhere==1.0"
+    )
+    assert missing_requirements([f for f in FIXES if not f.requires]) == ""

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import _build
-from .corpus import FIXES, Fix
+from .corpus import FIXES, Fix, missing_requirements
 
 SEEDS = (11, 29, 47)
 RUN_TIMEOUT_S = 180
@@ -188,6 +188,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = parser.parse_args(argv)
     seeds = [int(s) for s in options.seeds.split(",") if s]
     fixes = [f for f in FIXES if not options.only or f.id in options.only]
+    lacking = missing_requirements(fixes)
+    if lacking:
+        print(f"verify.py: {lacking}", file=sys.stderr)
+        return 2
     if options.keep is not None:
         options.keep.mkdir(parents=True, exist_ok=True)
         holder = None
