@@ -1451,6 +1451,12 @@ FAITHFUL = textwrap.dedent(
         os.write(1, text.encode())
 
 
+    def print_around(func):  # funcy's print_errors: prints around the test's function
+        print("before")
+        func()
+        print("after")
+
+
     def stream_shape():  # what a call's streams are: pytest's capture, as in run_tests
         import io
         import sys
@@ -2263,6 +2269,9 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert lib.shout("hi") == 2
         lib.shout_fd("raw\\n")
         assert capfd.readouterr() == ("HI\\nraw\\n", "to err\\n")
+        # A product call inside the test's callback: one process's order, nothing lost.
+        lib.print_around(lambda: lib.shout("in"))
+        assert capfd.readouterr() == ("before\\nIN\\nafter\\n", "to err\\n")
         assert lib.stream_shape() == (True, False, "DontReadFromInput")
 
 

@@ -1373,12 +1373,14 @@ def _answer(request: dict[str, Any]) -> bytes:
     # Product code runs under pytest's own capture, as each test of the agent's run_tests
     # does; what it printed goes back with the reply, and the oracle prints it to its own
     # streams, where pytest captures it (capsys, capfd, a failure's captured output).
-    capture = CAPTURE[0]
-    capture.resume_capturing()
+    if CAPTURE_DEPTH[0] == 0:
+        CAPTURE[0].resume_capturing()
+    CAPTURE_DEPTH[0] += 1  # a request served inside a callback keeps the call's capture on
     try:
         reply = _answer_captured(request, memo)
     finally:
-        texts = _captured_texts(capture)
+        CAPTURE_DEPTH[0] -= 1
+        texts = _captured_texts(CAPTURE[0], suspend=CAPTURE_DEPTH[0] == 0)
     if any(texts):
         reply["printed"] = texts
     try:
@@ -1403,25 +1405,32 @@ def _capture() -> Any:
     return capture
 
 
-def _captured_texts(capture: Any) -> list[str]:
-    """Capture suspended, and what the call printed on each of descriptors 1 and 2: written
-    on to the process's own stream (the run's evidence keeps it, and its output limit ends
-    a product that floods), and up to ``PRINTED_MAX_CHARS`` bytes of it for the reply. A
-    capture product code broke (it closed pytest's stream) is made again."""
+def _captured_texts(capture: Any, suspend: bool) -> list[str]:
+    """What was printed on each of descriptors 1 and 2 since the last look (capture
+    suspended first when the outermost request ends; a request served inside a callback
+    takes what its caller printed before it too, in the order one process prints it):
+    written on to the process's own stream (the run's evidence keeps it, and its output
+    limit ends a product that floods), and up to ``PRINTED_MAX_CHARS`` bytes of it for the
+    reply. A capture product code broke (it closed pytest's stream) is made again."""
     texts = []
     try:
-        capture.suspend_capturing()
+        if suspend:
+            capture.suspend_capturing()
         for part in (capture.out, capture.err):
-            texts.append(_printed(part.tmpfile.buffer, part.targetfd))
+            texts.append(_printed(part.tmpfile.buffer, part.targetfd_save))
     except (OSError, ValueError):
         with contextlib.suppress(OSError, ValueError):
             capture.stop_capturing()
         CAPTURE[0] = _capture()
+        if not suspend:
+            CAPTURE[0].resume_capturing()
         return ["", ""]
     return texts
 
 
 def _printed(tmpfile: Any, own_fd: int) -> str:
+    """What ``tmpfile`` holds, copied to ``own_fd`` (the process's own stream, saved by the
+    capture) and emptied; the first ``PRINTED_MAX_CHARS`` bytes as text."""
     size = tmpfile.tell()  # one seek: nothing printed, nothing read
     if not size:
         return ""
@@ -1818,6 +1827,7 @@ random.seed(PRODUCT_SEED)
 # ways to them (frames, ``gc``) are probes (docs/design/isolated-oracle.md).
 sys.modules["__main__"] = types.ModuleType("__main__")
 CAPTURE = [_capture()]
+CAPTURE_DEPTH = [0]  # requests being answered (one inside another's callback: more than one)
 _server_holdings()
 arm_probes(PROBE_FD, PRODUCT_TREE, _library_dirs())
 sys.path[0:0] = tree_paths(PRODUCT_TREE, PRODUCT_LAYOUT["roots"])
