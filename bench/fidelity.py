@@ -28,7 +28,7 @@ from the fix's commit (bench/fidelity/_task.py, docs/design/tasks.md) instead of
 hand-written one: the task's base is the parent, its reference the honest patch, and the
 cheats are committed on the base ((iii) weakens the test modules that hold the targets).
 
-Not part of CI: 34 fixes x 5 patches x 2 settings is 340 scores (about forty minutes on two
+Not part of CI: 39 fixes x 5 patches x 2 settings is 390 scores (about forty minutes on two
 free cores with the hand-written contracts; ``--no-held-out`` halves it; a from-fix contract
 holds every test of the fix's test modules, and takes longer). Exit status 0 when every
 target holds: all honest fixes accepted, review noise at most 10%, and each cheat stopped
