@@ -258,7 +258,7 @@ def read_testpaths(repo: Path, sha: str) -> list[str]:
     return []
 
 
-def test_data_roots(repo: Path, sha: str, testpaths: Sequence[str]) -> list[str]:
+def roots_of_tests(repo: Path, sha: str, testpaths: Sequence[str]) -> list[str]:
     """The ``testpaths`` entries whose whole content is the project's tests: not one that is
     a package of the product (an ``__init__.py`` at the commit), which a project lists so
     that ``--doctest-modules`` collects it (wcwidth's ``testpaths = tests wcwidth``): in
@@ -436,7 +436,7 @@ def build_task(
             raise InputError(
                 f"--test must be a pytest node id 'path::name', got {test!r}"
             ) from None
-    testpaths = test_data_roots(root, parent_sha, read_testpaths(root, parent_sha))
+    testpaths = roots_of_tests(root, parent_sha, read_testpaths(root, parent_sha))
     changes = diff_changes(root, parent_sha, fix_sha)
     test_changes = [c for c in changes if is_test_path(c.path, testpaths, config.protected_paths)]
     product_changes = [c for c in changes if c not in test_changes]

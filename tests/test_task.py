@@ -17,7 +17,7 @@ import git
 import pytest
 
 from patchwarden.scorer import TestResult, read_testpaths
-from patchwarden.scorer._task import is_test_path, test_data_roots
+from patchwarden.scorer._task import is_test_path, roots_of_tests
 from tests._git_repos import GIT_ENV, commit, init_repo, operator_config, patchwarden
 
 PYPROJECT = '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["."]\n'
@@ -174,7 +174,7 @@ def test_a_package_in_testpaths_is_the_products(tmp_path: Path) -> None:
     )
     testpaths = read_testpaths(tmp_path / "r", sha)
     assert testpaths == ["tests", "pkg", "checks"]
-    roots = test_data_roots(tmp_path / "r", sha, testpaths)
+    roots = roots_of_tests(tmp_path / "r", sha, testpaths)
     assert roots == ["tests", "checks"]
     protected = ["tox.ini"]
     assert not is_test_path("pkg/wrap.py", roots, protected)
