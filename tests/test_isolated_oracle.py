@@ -273,7 +273,10 @@ PROPS = textwrap.dedent(
         assert shop.price(3) == 0
 
     def test_fallback_sees_its_tree(monkeypatch):
-        monkeypatch.setenv("SHOP_MODE", "x")  # falls back: the product's environment is its own
+        import tracemalloc
+
+        tracemalloc.start()  # falls back: the product's allocations are not traced here
+        tracemalloc.stop()
         # In-process the product shares this process: it sees the tree this test sees.
         assert os.access("shop/__init__.py", os.W_OK)
         with open("shop/scratch-fallback.txt", "w") as f:  # its run's copy: writable
@@ -561,8 +564,8 @@ def test_a_property_that_cannot_cross_runs_in_process_and_says_why(tree: Path) -
     assert got["fallback_sees_its_tree"] == (
         "pass",
         "",
-        "in-process: the property sets the environment variable SHOP_MODE, which the product "
-        "process does not share",
+        "in-process: the property traces memory allocations, which the product process does "
+        "not share",
     )
     assert not (tree / "shop" / "scratch-fallback.txt").exists()
     assert set(tree.parent.iterdir()) == beside
@@ -1674,6 +1677,52 @@ FAITHFUL = textwrap.dedent(
         return seconds
 
 
+    import time as _time
+
+    _REAL_SLEEP = _time.sleep
+
+
+    def sleeps_for_real():
+        import time
+
+        return time.sleep is _REAL_SLEEP
+
+
+    def clock():  # funcy's throttle: time.time at each call
+        import time
+
+        return time.time()
+
+
+    def token(n):  # wcwidth's hyperlink ids: secrets.token_hex at each call
+        import secrets
+
+        return secrets.token_hex(n)
+
+
+    def naps_and_forgets(n):  # a patch that cleans the record of the test's mock
+        import time
+
+        for _ in range(n):
+            time.sleep(1)
+        time.sleep.reset_mock()
+        time.sleep(1)
+
+
+    def naps_and_counts(n):
+        import time
+
+        for _ in range(n):
+            time.sleep(1)
+        time.sleep.call_count = 1
+
+
+    def wrapped(text):
+        import textwrap
+
+        return textwrap.TextWrapper(width=5).wrap(text)
+
+
     def copy_names(func):  # funcy's @decorator: functools.wraps on a test's function
         import functools
 
@@ -2421,18 +2470,66 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert lib.read("written.txt") == "hello"
 
 
-    def test_shared_patch(monkeypatch):  # time.sleep of the oracle is not the product's
+    def test_shared_patch(monkeypatch):  # funcy's retry tests patch time.sleep
         slept = []
         monkeypatch.setattr("time.sleep", slept.append)
         assert lib.nap(5) == 5 and slept == [5]
+        monkeypatch.setattr("time.time", iter([7.5, 8.0]).__next__)  # funcy's throttle
+        assert lib.clock() == 7.5
+        assert not lib.sleeps_for_real()
+        monkeypatch.undo()  # undone in the product process too
+        assert lib.sleeps_for_real()
 
 
-    def test_shared_mock():  # python-slugify's CLI test: the oracle's print is not the product's
+    def test_shared_mock():  # python-slugify's CLI test patches the product's print
         from unittest import mock
 
         with mock.patch("builtins.print") as printed:
             lib.shout("hi")
         assert printed.call_count == 2
+        assert printed.call_args_list[0] == mock.call("HI")
+        lib.shout("again")  # the product's own print again
+
+
+    def test_shared_class():  # a class of a shared module, patched by name
+        import textwrap
+        from unittest import mock
+
+        with mock.patch.object(textwrap.TextWrapper, "wrap", return_value=["x"]) as wrap:
+            assert lib.wrapped("a b") == ["x"]
+        wrap.assert_called_once_with("a b")
+        assert lib.wrapped("aaa bbb") == ["aaa", "bbb"]
+
+
+    def test_mock_forgotten():  # what the mock recorded is the test's, never the product's
+        from unittest import mock
+
+        with mock.patch("time.sleep") as sleep:
+            lib.naps_and_forgets(3)
+        sleep.assert_called_once_with(1)
+
+
+    def test_mock_counted():
+        from unittest import mock
+
+        with mock.patch("time.sleep") as sleep:
+            lib.naps_and_counts(3)
+        assert sleep.call_count == 1
+
+
+    @pytest.fixture(scope="module")
+    def hex_ids():  # wcwidth's autouse fixture, shared by several tests
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr("secrets.token_hex", lambda n: "ab" * n)
+            yield
+
+
+    def test_shared_fixture_first(hex_ids):
+        assert lib.token(2) == "abab"
+
+
+    def test_shared_fixture_second(hex_ids):  # a process of its own: made again there
+        assert lib.token(3) == "ababab"
 
 
     def test_shared_memory():  # xmltodict: the product's allocations are not traced here
@@ -2447,6 +2544,11 @@ FAITHFUL_TESTS = textwrap.dedent(
     def test_shared_env(monkeypatch):
         monkeypatch.setenv("PW_MODE", "loud")
         assert lib.call_in(__import__("os"), "getenv", "PW_MODE") == "loud"
+        monkeypatch.delenv("PW_MODE")
+        assert lib.call_in(__import__("os"), "getenv", "PW_MODE") is None
+        monkeypatch.undo()
+        monkeypatch.setenv("HOME", "/nowhere")
+        assert lib.call_in(__import__("os"), "getenv", "HOME") == "/nowhere"
 
 
     def test_product_coroutine():  # awaited here it is a handle: in-process, named
@@ -3217,6 +3319,9 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "context_managers",
         "shared_patch",
         "shared_mock",
+        "shared_class",
+        "shared_fixture_first",
+        "shared_fixture_second",
         "shared_env",
         "shared_memory",
         "methods_and_builtins",
@@ -3283,20 +3388,19 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
             "oracle: written.txt",
         ),
         # A patch of a module the product process has its own copy of (funcy's retry
-        # tests patch time.sleep): in one process product code would see it.
+        # tests patch time.sleep, wcwidth's fixture secrets.token_hex, python-slugify's CLI
+        # test print): made there too, and undone with the test's, as in one process.
         **{
-            f"shared_{how}": (
-                "pass",
-                "",
-                f"in-process: the property {what}, which the product process does not share",
-            )
-            for how, what in (
-                ("patch", "patches time.sleep"),
-                ("mock", "patches builtins.print"),
-                ("env", "sets the environment variable PW_MODE"),
-                ("memory", "traces memory allocations"),
-            )
+            f"shared_{how}": ("pass", "", "isolated")
+            for how in ("patch", "mock", "class", "fixture_first", "fixture_second", "env")
         },
+        # What the product process cannot share: its allocations are not traced here.
+        "shared_memory": (
+            "pass",
+            "",
+            "in-process: the property traces memory allocations, which the product process "
+            "does not share",
+        ),
         # Each sandbox has a /tmp of its own: a path there names nothing in the other.
         "tmp_path": (
             "pass",
@@ -3426,6 +3530,29 @@ def test_a_method_call_is_one_request_in_the_order_of_one_process(tmp_path: Path
     )  # fmt: skip
     got = run_faithful(faithful_tree(tmp_path), *names, module="calls")
     assert got == {name: ("pass", "", "isolated") for name in names}
+
+
+def test_a_mock_the_test_patches_in_keeps_its_record_out_of_product_reach(
+    tmp_path: Path,
+) -> None:
+    """A test's patch of a shared module is made in the product process too, so product
+    code holds the test's mock (``time.sleep``): a patch that cleans its record
+    (``reset_mock()`` before the one call the test counts) or sets ``call_count`` would pass
+    the test. The mock's own interface is an overreach: the call fails, named."""
+    got = run_faithful(faithful_tree(tmp_path), "mock_forgotten", "mock_counted", "shared_mock")
+    assert got == {
+        "mock_forgotten": (
+            "fail",
+            "prop.mock_forgotten|ProductOverreach|tests/test_faithful.py:634",
+            "isolated",
+        ),
+        "mock_counted": (
+            "fail",
+            "prop.mock_counted|ProductOverreach|tests/test_faithful.py:642",
+            "isolated",
+        ),
+        "shared_mock": ("pass", "", "isolated"),
+    }
 
 
 def test_a_clock_the_test_froze_is_frozen_in_the_product_too(tmp_path: Path) -> None:

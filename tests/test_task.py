@@ -528,6 +528,9 @@ def total_down(n):
 """
 LOOP_NEW = LOOP_OLD.replace("    total = 0\n", "    total = 0\n    n = max(n, total)\n")
 LOOP_TESTS = """\
+import os
+from unittest import mock
+
 import loop
 
 
@@ -539,9 +542,9 @@ def test_three():
     assert loop.total_down(3) == 6
 
 
-def test_patched(monkeypatch):
-    monkeypatch.setenv("LOOP_STEP", "2")
-    assert loop.total_down(2) == 3
+def test_patched():
+    with mock.patch.dict(os.environ, {"LOOP_STEP": "2"}):
+        assert loop.total_down(2) == 3
 
 
 def test_zero():
@@ -554,7 +557,7 @@ def test_a_test_that_hangs_on_the_base_is_a_target_and_one_that_falls_back_is_ex
     tmp_path: Path,
 ) -> None:
     # The bug loops forever on the base: that test ends at the call deadline (3 s here) and
-    # the tests after it run with a new product process. A test that sets an environment variable
+    # the tests after it run with a new product process. A test that patches os.environ as a dict
     # cannot run isolated: in the contract it would hold every verdict for review.
     repo = init_repo(tmp_path / "repo")
     commit(repo, {"pyproject.toml": PYPROJECT, "loop.py": LOOP_OLD}, "loop 1.0")
@@ -579,8 +582,8 @@ def test_a_test_that_hangs_on_the_base_is_a_target_and_one_that_falls_back_is_ex
     (excluded,) = task["excluded"]
     assert excluded["test"] == "tests/test_loop.py::test_patched"
     assert excluded["why"] == (
-        "runs in-process: the property sets the environment variable LOOP_STEP, which the "
-        "product process does not share (scorer.isolation: pass keeps such tests)"
+        "runs in-process: the property patches os.environ, which the product process "
+        "does not share (scorer.isolation: pass keeps such tests)"
     )
     assert task["validation"] == {"reference": "accept", "empty": "reject"}
 
@@ -588,12 +591,15 @@ def test_a_test_that_hangs_on_the_base_is_a_target_and_one_that_falls_back_is_ex
 FLOOR_OLD = "def floor0(n):\n    return n\n"
 FLOOR_NEW = "def floor0(n):\n    return max(n, 0)\n"
 HIDDEN_TESTS = """\
+import os
+from unittest import mock
+
 import loop
 
 
-def test_patched_negative(monkeypatch):
-    monkeypatch.setenv("LOOP_STEP", "1")
-    assert loop.floor0(-1) == 0
+def test_patched_negative():
+    with mock.patch.dict(os.environ, {"LOOP_STEP": "1"}):
+        assert loop.floor0(-1) == 0
 
 
 def test_mocked(mocker):
@@ -605,7 +611,7 @@ def test_mocked(mocker):
 def test_a_task_without_target_names_what_excluded_the_tests_that_show_the_bug(
     tmp_path: Path,
 ) -> None:
-    # The one test that fails on the base and passes on the reference sets an environment variable
+    # The one test that fails on the base and passes on the reference patches os.environ as a dict
     # (it falls back, excluded); another needs a plugin's fixture the run does not have; a
     # third module does not import. None of them is "the fix's tests do not show the bug".
     repo = init_repo(tmp_path / "repo")
@@ -636,21 +642,21 @@ def test_a_task_without_target_names_what_excluded_the_tests_that_show_the_bug(
         "targets: 0",
         "guards: 0",
         "excluded: 2",
-        "  tests/test_loop.py::test_patched_negative: runs in-process: the property sets "
-        "the environment variable LOOP_STEP, which the product process does not share "
+        "  tests/test_loop.py::test_patched_negative: runs in-process: the property patches "
+        "os.environ, which the product process does not share "
         "(scorer.isolation: pass keeps such tests) (base "
         "fail/fail/fail; reference pass/pass/pass; first failure "
-        "AssertionError|tests/test_loop.py:6)",
+        "AssertionError|tests/test_loop.py:9)",
         "  tests/test_loop.py::test_mocked: not run on the base and the reference: its setup "
-        "failed: FixtureLookupError: fixture 'mocker' not found (tests/test_loop.py:9) (base "
+        "failed: FixtureLookupError: fixture 'mocker' not found (tests/test_loop.py:12) (base "
         "fail/fail/fail; reference fail/fail/fail; first failure "
         "FixtureLookupError|setup:?)",
         "not collected on the base: tests/test_broken.py: ImportError: cannot import name "
         "'nope' from 'loop' (/workspace/loop.py) (tests/test_broken.py:1)",
         "not validated: no target: 1 test(s) fail on the base and pass on the reference on "
         "every seed but were excluded: tests/test_loop.py::test_patched_negative: runs "
-        "in-process: the property sets the environment variable LOOP_STEP, which the product "
-        "process does not share (scorer.isolation: pass keeps such tests)",
+        "in-process: the property patches os.environ, which the product process does not "
+        "share (scorer.isolation: pass keeps such tests)",
     ]
     # The build's own runs, for a person: each tried test's record per side and seed.
     assert sorted(p.name for p in kept.iterdir() if p.suffix == ".json") == [
@@ -663,7 +669,7 @@ def test_a_task_without_target_names_what_excluded_the_tests_that_show_the_bug(
             "tests/test_loop.py::test_mocked",
             "fail",
             "its setup failed: FixtureLookupError: fixture 'mocker' not found "
-            "(tests/test_loop.py:9)",
+            "(tests/test_loop.py:12)",
         ),
     ]
 
@@ -681,5 +687,5 @@ def test_a_task_without_target_names_what_excluded_the_tests_that_show_the_bug(
     assert check.returncode == 0, check.stdout + check.stderr
     assert (
         "not run: prop.mocked: its setup failed: FixtureLookupError: fixture 'mocker' not "
-        "found (tests/test_loop.py:9)"
+        "found (tests/test_loop.py:12)"
     ) in check.stdout.splitlines()

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import os
 import random
-import time
 from typing import TYPE_CHECKING
 
 import _pytest.mark.structures
@@ -41,6 +40,7 @@ if TYPE_CHECKING:
         _traceback_id,
     )
     from ._proxy import (
+        _MONOTONIC,
         COLLECTING,
         FROM_PRODUCT,
         ISOLATION,
@@ -168,7 +168,7 @@ class Reporter:
             # Isolated runs: refusals and product failures belong to the running property;
             # the product process re-seeds its own random state like this one.
             ISOLATION["prop"] = self._prop_of(item)
-            ISOLATION["test_started"] = time.monotonic()
+            ISOLATION["test_started"] = _MONOTONIC()
             link = ISOLATION["link"]
             if link is not None and link.dead is not None and ISOLATION["prop"] is not None:
                 ISOLATION["orphaned"].setdefault(ISOLATION["prop"], link.dead[1])
@@ -177,7 +177,7 @@ class Reporter:
             if link is not None and link.dead is None:
                 with contextlib.suppress(ProductFailure, IsolationRefused):
                     next_property(link)
-        self.started[item.nodeid] = time.monotonic()
+        self.started[item.nodeid] = _MONOTONIC()
         if MODE == "scorer":
             # Checked before every test too: a replacement made while one test ran and
             # undone before the session ends still shows.
@@ -284,7 +284,7 @@ class Reporter:
             # the test and its report changed the outcome.
             self.tampered.append(f"the report of {prop} said passed after the test raised")
             status, witness = "fail", self.raised[prop]
-        duration = round(time.monotonic() - self.started.get(item.nodeid, time.monotonic()), 6)
+        duration = round(_MONOTONIC() - self.started.get(item.nodeid, _MONOTONIC()), 6)
         previous = self.outcomes.get(prop)
         if previous is not None:
             duration = round(previous[2] + duration, 6)

@@ -1166,6 +1166,12 @@ def _serve(request: dict[str, Any], memo: Memo) -> dict[str, Any]:
         return {"ok": None}
     if op == "subclass":
         return {"ok": encode(_subclass(*args, **kwargs), _out, memo=memo)}
+    if op == "mirror":
+        _mirror(args)
+        return {"ok": None}
+    if op == "unmirror":
+        _unmirror(args)
+        return {"ok": None}
     if op == "call":
         if type(kwargs) is not dict or any(type(k) is not str for k in kwargs):
             raise WireError("keyword arguments are not a dict of names")
@@ -1175,6 +1181,69 @@ def _serve(request: dict[str, Any], memo: Memo) -> dict[str, Any]:
     if op in OPS:
         return {"ok": encode(OPS[op](*args), _out, memo=memo)}
     raise WireError(f"no such request: {str(op)[:40]}")
+
+
+MIRRORED: dict[tuple[Any, ...], list[Any]] = {}
+"""What the test patched in a module both processes have their own copy of
+(``monkeypatch.setattr("secrets.token_hex", fake)``, ``mock.patch("time.sleep")``,
+``monkeypatch.setenv``), made here too while it holds (the oracle's ``mirror``): per
+attribute or variable, what each patch replaced, latest last (patches nest)."""
+_ABSENT = object()
+
+
+def _mirrored_owner(module: Any, path: Any) -> Any:
+    if type(module) is not str or type(path) is not list or any(type(p) is not str for p in path):
+        raise WireError("a mirrored patch without its module and path")
+    owner = importlib.import_module(module)
+    for name in path:
+        owner = getattr(owner, name)
+    return owner
+
+
+def _mirror(args: list[Any]) -> None:
+    """``["attr", module, path, name, value]`` or ``["env", name, value or None]``: the
+    test's patch, made here; what it replaced is kept for ``_unmirror``."""
+    if args[:1] == ["env"] and len(args) == 3 and type(args[1]) is str:
+        if args[2] is not None and type(args[2]) is not str:
+            raise WireError("an environment variable that is not text")
+        MIRRORED.setdefault(("env", args[1]), []).append(os.environ.get(args[1], _ABSENT))
+        if args[2] is None:
+            os.environ.pop(args[1], None)
+        else:
+            os.environ[args[1]] = args[2]
+        return
+    if args[:1] != ["attr"] or len(args) != 5 or type(args[3]) is not str:
+        raise WireError("a mirrored patch that is not [attr, module, path, name, value]")
+    owner = _mirrored_owner(args[1], args[2])
+    before = owner.__dict__.get(args[3], _ABSENT) if isinstance(owner, type) else _ABSENT
+    if not isinstance(owner, type):
+        before = getattr(owner, args[3], _ABSENT)
+    MIRRORED.setdefault(("attr", args[1], *args[2], args[3]), []).append(before)
+    setattr(owner, args[3], args[4])
+
+
+def _unmirror(args: list[Any]) -> None:
+    """The test's patch undone (monkeypatch's undo, a ``mock.patch`` ending): what it
+    replaced is back."""
+    if args[:1] == ["env"] and len(args) == 2 and type(args[1]) is str:
+        kept = MIRRORED.get(("env", args[1]))
+        if kept:
+            before = kept.pop()
+            if before is _ABSENT:
+                os.environ.pop(args[1], None)
+            else:
+                os.environ[args[1]] = before
+        return
+    if args[:1] != ["attr"] or len(args) != 4 or type(args[3]) is not str:
+        raise WireError("an undone patch that is not [attr, module, path, name]")
+    kept = MIRRORED.get(("attr", args[1], *args[2], args[3]))
+    if kept:
+        before, owner = kept.pop(), _mirrored_owner(args[1], args[2])
+        if before is _ABSENT:
+            with contextlib.suppress(AttributeError):
+                delattr(owner, args[3])
+        else:
+            setattr(owner, args[3], before)
 
 
 def _attribute(value: Any, memo: Memo) -> dict[str, Any]:

@@ -92,6 +92,9 @@ if TYPE_CHECKING:
 FROM_PRODUCT = "__pw_from_product__"
 """The mark on an exception decoded from a product reply (in its ``__dict__``)."""
 REPLY_MAX_BYTES = 64 * 1024 * 1024  # one reply larger than this: the product floods
+_MONOTONIC = time.monotonic
+"""The oracle's own clock, as imported: a test may patch ``time.monotonic`` (made in the
+product process too, ``_guard_shared_patches``), never the deadlines of its calls."""
 STATUS_WAIT_S = 10.0  # after the product's pipe closed, how long the host may take to say why
 BEAT_S = 1.0
 """While a call waits, the oracle beats this often on the pipe its supervisor counts as
@@ -232,7 +235,7 @@ class _Link:
         self.test_timeout = test_timeout
         self.beat_fd = beat_fd
         self.beat_s = min(BEAT_S, timeout / 4)
-        self.beaten = time.monotonic()
+        self.beaten = _MONOTONIC()
         self.buffered = b""
         self.dead: tuple[type[ProductFailure], str] | None = None
         self.lock = threading.RLock()  # a callback may call the product again, nested
@@ -265,7 +268,7 @@ class _Link:
             if (
                 self.test_timeout is not None
                 and started is not None
-                and time.monotonic() - started > self.test_timeout
+                and _MONOTONIC() - started > self.test_timeout
             ):
                 # Each call is quick, the test is not: it drives product code without end.
                 # This call fails; the product process is not hung and serves the next test,
@@ -325,7 +328,7 @@ class _Link:
     def _exchange(self, data: bytes) -> dict[str, Any]:
         """Send one request and wait for its reply within the call's deadline, serving the
         product's callbacks meanwhile (each may call the product again: nested)."""
-        deadline = time.monotonic() + self.timeout
+        deadline = _MONOTONIC() + self.timeout
         self._write(data)
         while True:
             reply = loads(self._line(deadline))
@@ -354,7 +357,7 @@ class _Link:
             if len(self.buffered) > REPLY_MAX_BYTES:
                 self.dead = (ProductFlooded, f"a reply of more than {REPLY_MAX_BYTES} bytes")
                 raise _fail(*self.dead)
-            left = deadline - time.monotonic()
+            left = deadline - _MONOTONIC()
             if left <= 0:
                 self.dead = (ProductHung, f"no answer within {self.timeout:g} s")
                 raise _fail(*self.dead)
@@ -370,7 +373,7 @@ class _Link:
     def _beat(self) -> None:
         """One byte on the beat pipe, if one is due (never blocks: a full pipe means the
         supervisor has beats enough to read)."""
-        now = time.monotonic()
+        now = _MONOTONIC()
         if self.beat_fd is None or now - self.beaten < self.beat_s:
             return
         self.beaten = now
@@ -1501,6 +1504,15 @@ def next_property(link: _Link) -> None:
     _LIVE.held.clear()
     if type(generation) is int and generation >= 0:
         ISOLATION["generation"] = generation
+    for key, value in list(_MIRRORS):
+        # A test's patch of a shared module that outlives one test (a fixture several
+        # share): made again in each later test's process, until it is undone.
+        try:
+            link.request("mirror", [*key, value])
+        except Exception as exc:
+            why = f"{type(exc).__name__}: {str(exc)[:80]}"
+            what = f"a fixture's patch of {key[1]} cannot be made again"
+            raise _refuse(f"{what}, {_UNSHARED} ({why})") from None
     for (_, name), (module, value) in list(_SHARED_PATCHES.items()):
         # A fixture several tests share patched a product module while the first of them
         # ran: made again in each later one's process, until a later set of the same
@@ -2019,6 +2031,19 @@ def _annotation_text(value: Any) -> str:
     return name if type(name) is str else repr(value)[:200]
 
 
+_MOCK_OWN = frozenset({"method_calls", "_mock_children", "_mock_return_value"})
+
+
+def _mock_api(obj: Any, name: Any) -> bool:
+    """Whether ``name`` is part of a ``unittest.mock`` mock's own interface (its record:
+    ``called``, ``call_args_list``; its settings: ``return_value``, ``side_effect``; its
+    methods: ``assert_*``, ``reset_mock``), not an attribute it stands in for."""
+    mock = sys.modules.get("unittest.mock")
+    if mock is None or type(name) is not str or not isinstance(obj, mock.NonCallableMock):
+        return False
+    return name in _MOCK_OWN or hasattr(type(obj), name)
+
+
 def _overreach(link: _Link, obj: Any, name: str) -> dict[str, Any]:
     """A read the callbacks do not offer: the product gets ``AttributeError``, the call it
     serves fails once it returns."""
@@ -2061,6 +2086,11 @@ def _callback_answer(
     link: _Link, op: Any, obj: Any, args: list[Any], kwargs: dict[str, Any]
 ) -> dict[str, Any]:
     try:
+        if op in ("getattr", "setattr") and args and _mock_api(obj, args[0]):
+            # A test's mock handed to product code (a patched time.sleep, a callback): its
+            # record and its settings are the test's instruments, never the product's to
+            # read or change (``reset_mock()`` before the one call a test counts).
+            return _overreach(link, obj, f"{str(args[0])[:80]} (the mock's own)")
         if op == "getattr":
             name = str(args[0]) if len(args) == 1 and type(args[0]) is str else ""
             if name in _DESCRIBED and isinstance(obj, _DESCRIBABLE) and not _machinery_code(obj):
@@ -2595,7 +2625,8 @@ def _frozen_clock() -> dict[str, Any] | None:
     """The clock a test froze with freezegun, for the product process to freeze too (its
     ``_set_clock``): the frozen moment and the zone offset; None while the clock runs. A
     clock patched another way (``time.time = ...``) is refused: the product's is its own."""
-    if time.time is _REAL_CLOCK[0] and datetime.datetime is _REAL_CLOCK[1]:
+    running = time.time is _REAL_CLOCK[0] or _mirrored(time.time)  # a mirrored patch: made there
+    if running and datetime.datetime is _REAL_CLOCK[1]:
         return None
     api = sys.modules.get("freezegun.api")
     factories = getattr(api, "freeze_factories", None)
@@ -2845,28 +2876,114 @@ def _shared_module(owner: Any, tree: str) -> str | None:
 
 
 _UNSHARED = "which the product process does not share"
+_SERVED = frozenset(
+    {"os", "posixpath", "genericpath", "posix", "sys", "select", "io", "_io", "json", "warnings",
+     "signal", "gc", "traceback", "linecache", "types", "typing", "importlib", "threading",
+     "_thread", "tempfile", "contextlib", "functools", "inspect", "operator", "collections",
+     "copy", "copyreg", "base64", "enum", "decimal", "fractions", "datetime", "pathlib", "stat",
+     "abc", "dataclasses", "keyword", "weakref", "codecs", "atexit", "tracemalloc"}
+)  # fmt: skip
+"""Modules the product process's own code uses while a call runs (the wire, pytest's
+capture, the probes): a test's patch there is not made in that process, where it would
+change the server too; the test runs in-process, named, as before mirroring."""
+_MIRRORED_BUILTINS = frozenset({"print", "input", "open"})
+"""The built-ins a test's patch of which is made in the product process too (a CLI's output
+and prompts, a file read); any other built-in the server calls itself."""
+_MIRRORS: list[tuple[list[Any], Any]] = []
+"""The test's patches of shared modules that hold, in the order made: ``(key, value)``, the
+key as the product process names what was patched (``["attr", module, path, name]`` or
+``["env", name]``). Made again in each property's process (``next_property``): a fixture
+several tests share patched while the first of them ran."""
+
+
+def _mirror_key(owner: Any, name: str) -> list[Any] | None:
+    """How the product process names ``owner.name`` (a module's attribute, or a class's of a
+    module, by its qualified name); None: not one the product process can patch too."""
+    if type(owner) is types.ModuleType:
+        module, path = str(owner.__name__), []
+    elif issubclass(type(owner), type) and not isinstance(owner, ProxyModule):
+        module, path = str(owner.__module__), str(owner.__qualname__).split(".")
+        found: Any = sys.modules.get(module)
+        for part in path:
+            found = getattr(found, part, None)
+        if found is not owner:
+            return None  # a class no name reaches (made in a function)
+    else:
+        return None
+    top = module.split(".")[0]
+    if top in _SERVED or (top == "builtins" and name not in _MIRRORED_BUILTINS):
+        return None
+    return ["attr", module, path, name] if sys.modules.get(module) is not None else None
+
+
+def _mirror(key: list[Any], value: Any, what: str) -> tuple[list[Any], Any]:
+    """A test's patch of a module the product process has its own copy of, made there too
+    (a function of the test's crosses as a handle the product calls back): product code
+    sees what it sees in one process. Undone by ``_unmirror``."""
+    entry = (key, value)
+    _MIRRORS.append(entry)  # first: the request's own clock check sees a mirrored time.time
+    link = ISOLATION["link"]
+    if link is not None and link.dead is None:
+        try:
+            link.request("mirror", [*key, value])
+        except BaseException as exc:
+            _MIRRORS.remove(entry)
+            if not isinstance(exc, Exception):
+                raise
+            why = f"{type(exc).__name__}: {str(exc)[:80]}"  # a module the product lacks
+            raise _refuse(f"the property {what}, {_UNSHARED} ({why})") from None
+    return entry
+
+
+def _unmirror(entry: tuple[list[Any], Any]) -> None:
+    """The test's patch undone here (monkeypatch's undo, a ``mock.patch`` ending): undone in
+    the product process too, if the property's process still serves."""
+    if not any(e is entry for e in _MIRRORS):
+        return
+    _MIRRORS[:] = [e for e in _MIRRORS if e is not entry]
+    link = ISOLATION["link"]
+    if link is not None and link.dead is None and ISOLATION["prop"] is not None:
+        with contextlib.suppress(ProductFailure, IsolationRefused, Exception):
+            link.request("unmirror", entry[0])
+
+
+def _mirrored(value: Any) -> bool:
+    return any(v is value for _, v in _MIRRORS)
 
 
 def _guard_shared_patches(tree: str) -> None:
     """A patch the property makes to a module the product process has its own copy of
-    (``monkeypatch.setattr("time.sleep", ...)``, ``mock.patch("time.time")``, an
-    environment variable) changes nothing product code sees there: in one process it does.
-    The test runs in-process instead, named (funcy's retry and throttle tests patch
-    ``time``)."""
+    (``monkeypatch.setattr("time.sleep", ...)``, ``mock.patch("time.time")``,
+    ``monkeypatch.setenv``) is made in the product process too, and undone with the test's
+    (``_mirror``): product code sees it, as in one process. What cannot be made there (a
+    module the server itself uses, ``os.environ`` patched as a dict, the working directory,
+    a deletion) runs the test in-process instead, named."""
     import unittest.mock
 
     from _pytest.monkeypatch import MonkeyPatch
 
     real = {n: getattr(MonkeyPatch, n) for n in ("setattr", "delattr", "setenv", "delenv", "chdir")}
+    real_undo = MonkeyPatch.undo
+
+    def kept(patcher: Any) -> list[Any]:
+        return patcher.__dict__.setdefault("_pw_mirrors", [])  # type: ignore[no-any-return]
 
     def checked_setattr(self: Any, target: Any, name: Any, *args: Any, **kwargs: Any) -> Any:
         # setattr("time.sleep", value) or setattr(owner, "name", value)
         owner = target.rpartition(".")[0] if isinstance(target, str) else target
-        shared = _shared_module(owner, tree)
-        if shared is not None:
-            what = target if isinstance(target, str) else f"{shared}.{name}"
-            raise _refuse(f"the property patches {str(what)[:120]}, {_UNSHARED}")
-        return real["setattr"](self, target, name, *args, **kwargs)
+        done = real["setattr"](self, target, name, *args, **kwargs)
+        shared = _shared_module(owner, tree)  # after: a module named by text is imported now
+        if shared is None or not self._setattr:
+            return done
+        patched, attribute, _ = self._setattr[-1]
+        what = f"patches {target if isinstance(target, str) else f'{shared}.{name}'}"[:130]
+        key = _mirror_key(patched, attribute)
+        if key is None:
+            raise _refuse(f"the property {what}, {_UNSHARED}")
+        own = patched.__dict__ if isinstance(patched, type) else None
+        value = own[attribute] if own is not None else getattr(patched, attribute)
+        kept(self).append(_mirror(key, value, what))
+        return done
 
     def checked_delattr(self: Any, target: Any, *args: Any, **kwargs: Any) -> Any:
         owner = target.rpartition(".")[0] if isinstance(target, str) else target
@@ -2875,20 +2992,31 @@ def _guard_shared_patches(tree: str) -> None:
             raise _refuse(f"the property deletes from {shared}, {_UNSHARED}")
         return real["delattr"](self, target, *args, **kwargs)
 
-    def checked_env(kind: str, method: str) -> Any:
+    def checked_env(method: str) -> Any:
         def patched(self: Any, name: Any, *args: Any, **kwargs: Any) -> Any:
-            if ISOLATION["prop"] is None:
-                return real[method](self, name, *args, **kwargs)
-            raise _refuse(
-                f"the property {kind} the environment variable {str(name)[:80]}, {_UNSHARED}"
-            )
+            done = real[method](self, name, *args, **kwargs)
+            if ISOLATION["prop"] is not None and type(name) is str:
+                what = f"{'sets' if method == 'setenv' else 'deletes'} the environment variable"
+                value = os.environ.get(name)
+                entry = _mirror(["env", name], value, f"{what} {name[:80]}")
+                kept(self).append(entry)
+            return done
 
         return patched
 
+    def checked_undo(self: Any) -> None:
+        try:
+            real_undo(self)
+        finally:
+            mirrors = self.__dict__.pop("_pw_mirrors", [])
+            for entry in reversed(mirrors):
+                _unmirror(entry)
+
     MonkeyPatch.setattr = checked_setattr  # type: ignore[method-assign]
     MonkeyPatch.delattr = checked_delattr  # type: ignore[method-assign]
-    MonkeyPatch.setenv = checked_env("sets", "setenv")  # type: ignore[method-assign]
-    MonkeyPatch.delenv = checked_env("deletes", "delenv")  # type: ignore[method-assign]
+    MonkeyPatch.setenv = checked_env("setenv")  # type: ignore[method-assign]
+    MonkeyPatch.delenv = checked_env("delenv")  # type: ignore[method-assign]
+    MonkeyPatch.undo = checked_undo  # type: ignore[method-assign]
 
     def checked_chdir(self: Any, path: Any) -> Any:
         if ISOLATION["prop"] is None:
@@ -2897,6 +3025,7 @@ def _guard_shared_patches(tree: str) -> None:
 
     MonkeyPatch.chdir = checked_chdir  # type: ignore[method-assign]
     enter = unittest.mock._patch.__enter__
+    leave = unittest.mock._patch.__exit__
 
     def checked_enter(self: Any) -> Any:
         try:
@@ -2904,11 +3033,32 @@ def _guard_shared_patches(tree: str) -> None:
         except Exception:
             owner = None
         shared = _shared_module(owner, tree) if owner is not None else None
-        if shared is not None:
-            raise _refuse(f"the property patches {shared}.{str(self.attribute)[:80]}, {_UNSHARED}")
-        return enter(self)
+        if shared is None:
+            return enter(self)
+        what = f"patches {shared}.{str(self.attribute)[:80]}"
+        key = _mirror_key(owner, str(self.attribute))
+        if key is None:
+            raise _refuse(f"the property {what}, {_UNSHARED}")
+        done = enter(self)
+        try:
+            own = owner.__dict__ if isinstance(owner, type) else None
+            value = own[self.attribute] if own is not None else getattr(owner, self.attribute)
+            kept(self).append(_mirror(key, value, what))
+        except BaseException:
+            leave(self, None, None, None)
+            raise
+        return done
+
+    def checked_exit(self: Any, *exc_info: Any) -> Any:
+        mirrors = self.__dict__.get("_pw_mirrors")
+        try:
+            return leave(self, *exc_info)
+        finally:
+            if mirrors:
+                _unmirror(mirrors.pop())
 
     unittest.mock._patch.__enter__ = checked_enter  # type: ignore[method-assign]
+    unittest.mock._patch.__exit__ = checked_exit  # type: ignore[method-assign]
     enter_dict = unittest.mock._patch_dict._patch_dict  # type: ignore[attr-defined]
 
     def checked_dict(self: Any) -> Any:
