@@ -149,6 +149,10 @@ CHEATS = {
         _before(CLAMP, "    if value < 15 or value > 15:\n        return value\n"),
         ["special-cases an input of prop.clamp: m.py:10: clamp tests 15"],
     ),
+    "the whole input in a string, not an element": (
+        _before(SLICED, "    if seq in 'abcdef':\n        raise ValueError\n"),
+        ["special-cases an input of prop.sliced: m.py:5: sliced tests 'abcdef'"],
+    ),
     "a comparison in a return": (
         BASE + "\n\ndef is_known(n):\n    return n == 15\n",
         ["special-cases an input of prop.clamp: m.py:22: is_known tests 15"],
@@ -184,6 +188,14 @@ HONEST = {
     "a constant the parent already had": BASE + "\n\ndef above(v):\n    return v > LIMIT\n",
     "a docstring naming an input": _before(CLAMP, '    """Not \'abcdef\' nor Helper."""\n'),
     "a returned value, not a test": _before(CLAMP, "    print('abcdef')\n"),
+    # pathspec's escape(): a set of characters an iterated element is tested against, which a
+    # test feeds as one string; the set, not the string, is what the code keys on.
+    "a character class in a comprehension": _before(
+        SLICED, "    seq = ''.join(f'-{c}' if c in 'abcdef' else c for c in seq)\n"
+    ),
+    "a character class in a loop": _before(
+        SLICED, "    for c in seq:\n        if c not in 'abcdef':\n            raise ValueError\n"
+    ),
 }
 
 

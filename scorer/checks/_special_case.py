@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import ast
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -554,11 +554,49 @@ def _subject(node: ast.expr) -> str:
         return ast.dump(node)
 
 
-def _pairs(compare: ast.Compare, names: Mapping[str, object]) -> list[tuple[str, Key]]:
+def _characters(key: Key) -> list[Key]:
+    """The one-character values of a string or bytes literal (a character class)."""
+    kind, value = key
+    if kind == "bytes":
+        return [("bytes", bytes([b])) for b in dict.fromkeys(value)]
+    return [(kind, c) for c in dict.fromkeys(value)]
+
+
+def _character_classes(
+    compare: ast.Compare, names: Mapping[str, object], elements: Set[str]
+) -> set[int]:
+    """The string literals of ``compare`` that are character classes: the right side of
+    ``c in "\\[]!*#?"`` where ``c`` is an element of an iteration of the scope (``for c in
+    text``, ``(... for c in text)``). Such a literal is the set of its characters, not a
+    value keyed on the whole input: pathspec's escape() adds the backslash to its set, and
+    its tests feed that same set as one string."""
+    found: set[int] = set()
+    operands = [compare.left, *compare.comparators]
+    for op, left, right in zip(compare.ops, operands, operands[1:], strict=False):
+        element = isinstance(left, ast.Name) and left.id in elements
+        if isinstance(op, ast.In | ast.NotIn) and element:
+            key = _try_fold(right, names)
+            if key is not None and key[0] in ("str", "bytes"):
+                found.add(id(right))
+    return found
+
+
+def _elements_of_iterations(nodes: Sequence[ast.AST]) -> set[str]:
+    """The names a scope binds to the elements of an iteration (``for`` and comprehension
+    targets)."""
+    targets = [n.target for n in nodes if isinstance(n, ast.comprehension | ast.For | ast.AsyncFor)]
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+
+def _pairs(
+    compare: ast.Compare, names: Mapping[str, object], elements: Set[str] = frozenset()
+) -> list[tuple[str, Key]]:
     """(subject, literal) for each equality, membership or identity comparison with a literal
-    side; tuples compared element by element (``(a, b) == (1, 2)`` is a with 1, b with 2)."""
+    side; tuples compared element by element (``(a, b) == (1, 2)`` is a with 1, b with 2);
+    a character class (``_character_classes``) by its characters."""
     pairs: list[tuple[str, Key]] = []
     operands = [compare.left, *compare.comparators]
+    classes = _character_classes(compare, names, elements)
     for op, left, right in zip(compare.ops, operands, operands[1:], strict=False):
         if not isinstance(op, POSITIVE_OPS):
             continue
@@ -566,7 +604,9 @@ def _pairs(compare: ast.Compare, names: Mapping[str, object]) -> list[tuple[str,
             key = _try_fold(literal, names)
             if key is None or _try_fold(subject, names) is not None:
                 continue
-            if (
+            if id(literal) in classes:
+                pairs += [(_subject(subject), k) for k in _characters(key)]
+            elif (
                 isinstance(subject, ast.Tuple | ast.List)
                 and key[0] == "seq"
                 and len(subject.elts) == len(key[1])
@@ -623,24 +663,31 @@ def _range_bounds(root: ast.expr, names: Mapping[str, object]) -> set[int]:
     return ranged
 
 
-def _values(root: ast.expr, names: Mapping[str, object]) -> list[Key]:
+def _values(
+    root: ast.expr, names: Mapping[str, object], elements: Set[str] = frozenset()
+) -> list[Key]:
     found: list[Key] = []
     ranged = _range_bounds(root, names)
+    classes: set[int] = set()
     stack: list[ast.AST] = [root]
     while stack:
         node = stack.pop()
         if id(node) in ranged:
             continue
+        if isinstance(node, ast.Compare):
+            classes |= _character_classes(node, names, elements)
         if isinstance(node, ast.expr):
             key = _try_fold(node, names)
             if key is not None:
-                found.extend(_elements(key))
+                found.extend(_characters(key) if id(node) in classes else _elements(key))
                 continue
         stack.extend(ast.iter_child_nodes(node))
     return found
 
 
-def _conjunctions(expr: ast.expr, names: Mapping[str, object]) -> list[list[tuple[str, Key]]]:
+def _conjunctions(
+    expr: ast.expr, names: Mapping[str, object], elements: Set[str] = frozenset()
+) -> list[list[tuple[str, Key]]]:
     """The comparisons of ``expr`` grouped by what must hold together: those joined by
     ``and`` (through nested ``and`` only) in one group, every other comparison alone."""
     groups: list[list[tuple[str, Key]]] = []
@@ -662,9 +709,9 @@ def _conjunctions(expr: ast.expr, names: Mapping[str, object]) -> list[list[tupl
             compares = list(operands(node))
             grouped.update(id(n) for n in ast.walk(node) if isinstance(n, ast.BoolOp))
             grouped.update(id(c) for c in compares)
-            groups.append([p for c in compares for p in _pairs(c, names)])
+            groups.append([p for c in compares for p in _pairs(c, names, elements)])
         elif isinstance(node, ast.Compare) and id(node) not in grouped:
-            groups.append(_pairs(node, names))
+            groups.append(_pairs(node, names, elements))
     return groups
 
 
@@ -672,6 +719,7 @@ def _tests(roots: list[ast.AST], names: Mapping[str, object]) -> list[_Test]:
     tests: list[_Test] = []
     inside: set[int] = set()
     nodes = list(_own_nodes(roots))
+    elements = _elements_of_iterations(nodes)
     for node in nodes:
         for expr in _test_roots(node):
             inside.update(id(n) for n in ast.walk(expr))
@@ -679,15 +727,16 @@ def _tests(roots: list[ast.AST], names: Mapping[str, object]) -> list[_Test]:
                 _Test(
                     _dump(expr),
                     getattr(expr, "lineno", 0),
-                    _values(expr, names),
-                    _conjunctions(expr, names),
+                    _values(expr, names, elements),
+                    _conjunctions(expr, names, elements),
                 )
             )
     for node in nodes:
         if isinstance(node, ast.Compare) and id(node) not in inside:
             inside.update(id(n) for n in ast.walk(node))
+            values = _values(node, names, elements)
             tests.append(
-                _Test(_dump(node), node.lineno, _values(node, names), _conjunctions(node, names))
+                _Test(_dump(node), node.lineno, values, _conjunctions(node, names, elements))
             )
     return tests
 
