@@ -3243,6 +3243,48 @@ CALLS_TESTS = textwrap.dedent(
 )
 
 
+FORKS = """\
+import functools
+import os
+
+SEEN = []
+# Registered through a C function (no probe sees the call): product code's fork hooks.
+functools.partial(
+    os.register_at_fork,
+    before=lambda: SEEN.append("before"),
+    after_in_parent=lambda: SEEN.append("parent"),
+    after_in_child=lambda: SEEN.append("child"),
+)()
+
+
+def seen():
+    return list(SEEN)
+
+
+def fork_here():  # product code's own fork runs them, as anywhere
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if SEEN[-1:] == ["child"] else 1)
+    _, status = os.waitpid(pid, 0)
+    return os.WEXITSTATUS(status), list(SEEN)
+"""
+FORKS_TESTS = """\
+from lib import forks
+
+
+def test_first():  # each test's process was forked from the import's: no hook ran
+    assert forks.seen() == []
+
+
+def test_second():
+    assert forks.seen() == []
+
+
+def test_own_fork():
+    assert forks.fork_here() == (0, ["before", "parent"])
+"""
+
+
 def faithful_tree(root: Path) -> Path:
     for sub in ("lib", "tests", "data"):
         (root / sub).mkdir(parents=True)
@@ -3262,6 +3304,8 @@ def faithful_tree(root: Path) -> Path:
     (root / "tests" / "test_classes.py").write_text(CLASSES_TESTS)
     (root / "lib" / "calls.py").write_text(CALLS)
     (root / "tests" / "test_calls.py").write_text(CALLS_TESTS)
+    (root / "lib" / "forks.py").write_text(FORKS)
+    (root / "tests" / "test_forks.py").write_text(FORKS_TESTS)
     return root
 
 
@@ -3553,6 +3597,16 @@ def test_a_mock_the_test_patches_in_keeps_its_record_out_of_product_reach(
         ),
         "shared_mock": ("pass", "", "isolated"),
     }
+
+
+def test_the_fork_that_starts_a_property_runs_no_hook_of_the_products(tmp_path: Path) -> None:
+    """Each property's process is forked from the one that imported the product; a fork hook
+    product code registered (``os.register_at_fork``, here through ``functools.partial``,
+    which no probe sees) would run there and tell it so, where the agent's ``run_tests`` and
+    production never fork. The server's fork runs none of them; product code's own forks
+    run them all (attack cases ``probes_forked_*``)."""
+    got = run_faithful(faithful_tree(tmp_path), "first", "second", "own_fork", module="forks")
+    assert got == {name: ("pass", "", "isolated") for name in ("first", "second", "own_fork")}
 
 
 def test_a_clock_the_test_froze_is_frozen_in_the_product_too(tmp_path: Path) -> None:

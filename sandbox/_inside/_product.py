@@ -1607,6 +1607,8 @@ AFTER_IMPORT: dict[str, Any] = {"mask": set(), "gc": True, "profile": None, "fil
 """The parent's record of the state the import left: the signal mask, the collector's state
 and the profile function the children get back, and each file under ``WRITABLE_ROOTS`` as
 it was."""
+HOOK_LISTS: list[list[Any]] = []
+"""The interpreter's lists of fork hooks (``_mark_fork_hooks``)."""
 SERVER_DESCRIPTORS: dict[int, tuple[int, int]] = {}
 SERVER_MAPPINGS: set[str] = set()
 """What the server itself holds before product code runs (filled by ``_server_holdings``)."""
@@ -1635,6 +1637,42 @@ def _shared_mappings() -> set[str]:
 def _server_holdings() -> None:
     SERVER_DESCRIPTORS.update(_descriptors())
     SERVER_MAPPINGS.update(_shared_mappings())
+    _mark_fork_hooks()
+
+
+def _fork_mark() -> None:
+    """Registered at fork before product code runs: where product code's hooks start."""
+
+
+def _mark_fork_hooks() -> None:
+    """The interpreter's three lists of fork hooks (``before``, ``after_in_parent``,
+    ``after_in_child``), found by a mark the server registers in each before the tree is
+    importable: what product code registers later follows the mark (the lists only grow)."""
+    os.register_at_fork(before=_fork_mark, after_in_parent=_fork_mark, after_in_child=_fork_mark)
+    found = gc.get_objects()
+    HOOK_LISTS[:] = [
+        o for o in found if type(o) is list and o is not found and any(f is _fork_mark for f in o)
+    ]
+    del found
+    if len(HOOK_LISTS) != 3:
+        HOOK_LISTS.clear()  # not this interpreter's layout: product hooks run (a probe sees most)
+
+
+def _fork() -> int:
+    """``os.fork()`` that runs none of the hooks product code registered (``os.register_at_fork``,
+    however called): each property's process is forked from the one that imported the
+    product, and a hook that ran there would tell product code so (the agent's ``run_tests``
+    and production never fork under it). Product code's own forks run them all."""
+    kept = []
+    for hooks in HOOK_LISTS:
+        start = next(i for i, f in enumerate(hooks) if f is _fork_mark) + 1
+        kept.append((hooks, hooks[start:]))
+        del hooks[start:]
+    try:
+        return os.fork()
+    finally:
+        for hooks, tail in kept:
+            hooks.extend(tail)
 
 
 def _where_it_points(target: str) -> str:
@@ -1839,7 +1877,7 @@ def _next_property() -> None:
         marker_read, marker_write = os.pipe()
         token = os.urandom(16)
         PROPERTY["count"] += 1
-        pid = os.fork()
+        pid = _fork()
         if pid == 0:
             os.close(marker_read)
             PROPERTY.update(child=True, pipe=marker_write, token=token)
