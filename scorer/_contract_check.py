@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import signal
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -376,6 +377,35 @@ def require_test_ids(
 ) -> None:
     """The collection step alone (serve's start-up): raise unless every id can be used."""
     check_contract(repo, base, contract_arg, config, sandbox_config, run_schedule=False)
+
+
+def incomplete_cause(run: PropertyRun) -> str:
+    """Why a run did not give every property's outcome, as an operator acts on it: the
+    limit it ran into (``run_limits``), the signal that ended it, or what made its report
+    untrusted; "" when nothing says more. A run of a long suite isolated (more-itertools'
+    620 tests of ``test_more.py``) ends at its wall time: without the cause the build said
+    only "incomplete"."""
+    process = run.process
+    if process.timed_out:
+        return "it ran past its wall time (run_limits.wall_time_s)"
+    if process.idle_timed_out:
+        return "it printed nothing for run_limits.idle_time_s"
+    if process.cancelled:
+        return "it was cancelled"
+    code = process.exit_code
+    died = code - 128 if code is not None and code > 128 else None
+    if died == signal.SIGXCPU:
+        return "it used its CPU time (run_limits.cpu_s)"
+    if died is not None:
+        try:
+            return f"it ended by signal {signal.Signals(died).name}"
+        except ValueError:
+            return f"it ended by signal {died}"
+    if run.forged:
+        return f"its report is not trusted: {run.forged[0]}"
+    if run.missing:
+        return f"{len(run.missing)} propert{'y' if len(run.missing) == 1 else 'ies'} never reported"
+    return run.problems[0] if run.problems else ""
 
 
 def run_seeds(

@@ -47,7 +47,7 @@ from patchwarden.sandbox import (
 from ._checkout import clean_checkout, scorer_clone
 from ._config import ScorerConfig
 from ._contract import DEFAULT_CONTRACT_PATH, DEFAULT_SEEDS, Contract, Property, property_id
-from ._contract_check import collection_cause, is_guard, run_seeds
+from ._contract_check import collection_cause, incomplete_cause, is_guard, run_seeds
 from ._errors import InputError
 from ._guard_tests import guard_tests, is_test_file
 from ._score import RunProgress, ScoreRequest, Verdict, score
@@ -664,6 +664,7 @@ def _run_both(
         keep_build_runs(keep_runs, numbered, {"base": base_runs, "reference": ref_runs})
     problems = [
         f"the {side} run of seed {seed} is incomplete"
+        + (f" ({cause})" if (cause := incomplete_cause(run)) else "")
         for side, runs in (("base", base_runs), ("reference", ref_runs))
         for seed, run in runs.items()
         if not run.complete or run.forged

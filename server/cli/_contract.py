@@ -21,6 +21,7 @@ from patchwarden.scorer import (
     contract_skeleton,
     ctest_skeleton,
     guards_for,
+    incomplete_cause,
     is_guard,
     normalise_witness,
     runner_test_problem,
@@ -219,7 +220,10 @@ def _report(result: ContractCheck) -> str:
     for side, runs in (("", result.runs), ("reference ", result.reference_runs)):
         for seed, run in runs.items():
             if not run.complete or run.missing:
-                problems.append(f"the {side}run of seed {seed} is incomplete")
+                cause = incomplete_cause(run)
+                problems.append(
+                    f"the {side}run of seed {seed} is incomplete" + (f" ({cause})" if cause else "")
+                )
             foreign = [r for r in run.records if f"|{FOREIGN_MODULE}|" in r.witness]
             if foreign:
                 detail = foreign[0].witness.split("|", 2)[2]
