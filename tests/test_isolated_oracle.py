@@ -1688,6 +1688,13 @@ FAITHFUL = textwrap.dedent(
         return time.sleep is _REAL_SLEEP
 
 
+    class Box:  # more-itertools' peekable: a generic by __class_getitem__, not typing's
+        __class_getitem__ = classmethod(__import__("types").GenericAlias)
+
+        def __init__(self, item=None):
+            self.item = item
+
+
     def clock():  # funcy's throttle: time.time at each call
         import time
 
@@ -2489,6 +2496,15 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert printed.call_count == 2
         assert printed.call_args_list[0] == mock.call("HI")
         lib.shout("again")  # the product's own print again
+
+
+    def test_class_alias():  # a real types.GenericAlias of the product class, both ways
+        import types
+
+        alias = lib.Box[str]
+        assert isinstance(alias, types.GenericAlias)
+        assert alias.__origin__ is lib.Box and alias.__args__ == (str,)
+        assert alias("x").item == "x"
 
 
     def test_shared_class():  # a class of a shared module, patched by name
@@ -3363,6 +3379,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "context_managers",
         "shared_patch",
         "shared_mock",
+        "class_alias",
         "shared_class",
         "shared_fixture_first",
         "shared_fixture_second",
@@ -3438,6 +3455,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
             f"shared_{how}": ("pass", "", "isolated")
             for how in ("patch", "mock", "class", "fixture_first", "fixture_second", "env")
         },
+        "class_alias": ("pass", "", "isolated"),
         # What the product process cannot share: its allocations are not traced here.
         "shared_memory": (
             "pass",
@@ -3584,15 +3602,18 @@ def test_a_mock_the_test_patches_in_keeps_its_record_out_of_product_reach(
     (``reset_mock()`` before the one call the test counts) or sets ``call_count`` would pass
     the test. The mock's own interface is an overreach: the call fails, named."""
     got = run_faithful(faithful_tree(tmp_path), "mock_forgotten", "mock_counted", "shared_mock")
+    lines = FAITHFUL_TESTS.splitlines()
+    forgotten = next(i for i, t in enumerate(lines) if "lib.naps_and_forgets(3)" in t) + 1
+    counted = next(i for i, t in enumerate(lines) if "lib.naps_and_counts(3)" in t) + 1
     assert got == {
         "mock_forgotten": (
             "fail",
-            "prop.mock_forgotten|ProductOverreach|tests/test_faithful.py:634",
+            f"prop.mock_forgotten|ProductOverreach|tests/test_faithful.py:{forgotten}",
             "isolated",
         ),
         "mock_counted": (
             "fail",
-            "prop.mock_counted|ProductOverreach|tests/test_faithful.py:642",
+            f"prop.mock_counted|ProductOverreach|tests/test_faithful.py:{counted}",
             "isolated",
         ),
         "shared_mock": ("pass", "", "isolated"),

@@ -958,8 +958,10 @@ def rebuilt_parts(obj: Any, other: Callable[[object], Any]) -> list[Any] | None:
     if kind in _TYPING_FORMS:
         return None
     if kind is types.GenericAlias:
-        if not _value_class(obj.__origin__):
-            return None  # a product generic's (its origin is a handle there)
+        if not issubclass(type(obj.__origin__), type):
+            return None
+        # A product class's too (``peekable[str]`` of a ``__class_getitem__ =
+        # classmethod(GenericAlias)``): a class on both sides, so the alias is a real one.
         return ["gat", encode(obj.__origin__, other), encode(tuple(obj.__args__), other)]
     if kind is types.UnionType:
         if not all(_value_class(arg) for arg in obj.__args__):
