@@ -2507,6 +2507,11 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert alias("x").item == "x"
 
 
+    def test_shared_served(monkeypatch):  # the product server's own os: not made there
+        monkeypatch.setattr("os.getcwd", lambda: "/elsewhere")
+        assert lib.call_in(__import__("os"), "getcwd") == "/elsewhere"
+
+
     def test_shared_class():  # a class of a shared module, patched by name
         import textwrap
         from unittest import mock
@@ -3379,6 +3384,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "context_managers",
         "shared_patch",
         "shared_mock",
+        "shared_served",
         "class_alias",
         "shared_class",
         "shared_fixture_first",
@@ -3456,6 +3462,13 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
             for how in ("patch", "mock", "class", "fixture_first", "fixture_second", "env")
         },
         "class_alias": ("pass", "", "isolated"),
+        # A module the product server uses itself while a call runs: not patched there.
+        "shared_served": (
+            "pass",
+            "",
+            "in-process: the property patches os.getcwd, which the product process does not "
+            "share",
+        ),
         # What the product process cannot share: its allocations are not traced here.
         "shared_memory": (
             "pass",

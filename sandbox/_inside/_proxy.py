@@ -2960,7 +2960,7 @@ def _guard_shared_patches(tree: str) -> None:
     a deletion) runs the test in-process instead, named."""
     import unittest.mock
 
-    from _pytest.monkeypatch import MonkeyPatch
+    from _pytest.monkeypatch import MonkeyPatch, derive_importpath
 
     real = {n: getattr(MonkeyPatch, n) for n in ("setattr", "delattr", "setenv", "delenv", "chdir")}
     real_undo = MonkeyPatch.undo
@@ -2970,13 +2970,20 @@ def _guard_shared_patches(tree: str) -> None:
 
     def checked_setattr(self: Any, target: Any, name: Any, *args: Any, **kwargs: Any) -> Any:
         # setattr("time.sleep", value) or setattr(owner, "name", value)
-        owner = target.rpartition(".")[0] if isinstance(target, str) else target
+        patched, attribute = target, name
+        if isinstance(target, str):
+            try:  # imports the module named by text, as monkeypatch itself does
+                attribute, patched = derive_importpath(target, False)
+            except Exception:
+                return real["setattr"](self, target, name, *args, **kwargs)  # its own error
+        shared = _shared_module(patched, tree)
+        what = f"patches {target if isinstance(target, str) else f'{shared}.{name}'}"[:130]
+        if shared is not None and _mirror_key(patched, str(attribute)) is None:
+            raise _refuse(f"the property {what}, {_UNSHARED}")  # before: nothing to undo
         done = real["setattr"](self, target, name, *args, **kwargs)
-        shared = _shared_module(owner, tree)  # after: a module named by text is imported now
         if shared is None or not self._setattr:
             return done
         patched, attribute, _ = self._setattr[-1]
-        what = f"patches {target if isinstance(target, str) else f'{shared}.{name}'}"[:130]
         key = _mirror_key(patched, attribute)
         if key is None:
             raise _refuse(f"the property {what}, {_UNSHARED}")
