@@ -1215,9 +1215,8 @@ def _mirror(args: list[Any]) -> None:
     if args[:1] != ["attr"] or len(args) != 5 or type(args[3]) is not str:
         raise WireError("a mirrored patch that is not [attr, module, path, name, value]")
     owner = _mirrored_owner(args[1], args[2])
-    before = owner.__dict__.get(args[3], _ABSENT) if isinstance(owner, type) else _ABSENT
-    if not isinstance(owner, type):
-        before = getattr(owner, args[3], _ABSENT)
+    own = isinstance(owner, type)  # a class's own attribute, not one it inherits
+    before = owner.__dict__.get(args[3], _ABSENT) if own else getattr(owner, args[3], _ABSENT)
     MIRRORED.setdefault(("attr", args[1], *args[2], args[3]), []).append(before)
     setattr(owner, args[3], args[4])
 

@@ -2978,15 +2978,12 @@ def _guard_shared_patches(tree: str) -> None:
                 return real["setattr"](self, target, name, *args, **kwargs)  # its own error
         shared = _shared_module(patched, tree)
         what = f"patches {target if isinstance(target, str) else f'{shared}.{name}'}"[:130]
-        if shared is not None and _mirror_key(patched, str(attribute)) is None:
+        key = _mirror_key(patched, str(attribute)) if shared is not None else None
+        if shared is not None and key is None:
             raise _refuse(f"the property {what}, {_UNSHARED}")  # before: nothing to undo
         done = real["setattr"](self, target, name, *args, **kwargs)
-        if shared is None or not self._setattr:
-            return done
-        patched, attribute, _ = self._setattr[-1]
-        key = _mirror_key(patched, attribute)
         if key is None:
-            raise _refuse(f"the property {what}, {_UNSHARED}")
+            return done
         own = patched.__dict__ if isinstance(patched, type) else None
         value = own[attribute] if own is not None else getattr(patched, attribute)
         kept(self).append(_mirror(key, value, what))
