@@ -36,9 +36,11 @@ NODE = shutil.which("node")
 NPM = shutil.which("npm")
 IN_CI = os.environ.get("CI") == "true"
 
-SLEEP_S = 31
-"""The property's sleep: a run of the parent and one of the patch (one seed, one scorer job)
-sleep 62 s between them, so the scoring outlasts the client's 60 s whatever the machine."""
+SLEEP_S = 16
+"""The property's sleep, once a seed: the parent's run and the patch's (one scorer job) each
+run the contract's seed and the one secret extra seed the default config draws
+(`scorer.extra_seeds: 1`), four sleeps, 64 s between them, so the scoring outlasts the
+client's 60 s whatever the machine."""
 CLIENT_TIMEOUT_MS = 60_000
 """The TypeScript SDK's DEFAULT_REQUEST_TIMEOUT_MSEC, which the script reads from the SDK."""
 PROPERTY = "tests/properties/test_slow.py::test_double"
@@ -139,6 +141,7 @@ def run_session(tmp_path: Path) -> tuple[list[dict[str, Any]], subprocess.Comple
         f"  state_dir: {json.dumps(str(tmp_path / 'state' / 'scorer'))}\n"
         f"  log_dir: {json.dumps(str(tmp_path / 'logs'))}\n"
         "  jobs: 1\n"  # the parent's run, then the patch's: their sleeps add up
+        "  extra_seeds: 1\n"  # the default, said here: each run sleeps twice
         f"agent:\n  repo: {json.dumps(str(repo))}\n"
     )
     env = {"XDG_STATE_HOME": str(tmp_path / "state")}
