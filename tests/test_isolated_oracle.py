@@ -194,8 +194,10 @@ PRODUCT = textwrap.dedent(
             elif step == "globals":
                 found = f.__globals__["__name__"]
             elif step == "mro":
-                local = type(x).__mro__  # the proxy's own classes, of this process
-                found = [c for c in local if "test_props" in repr(c)] or x.__mro__
+                # The proxy's own classes, of this process: one is named as the test's
+                # class, but holds none of its code (the test's `check`).
+                local = type(x).__mro__
+                found = [c for c in local if "check" in vars(c)] or x.__mro__
             elif step == "dict":  # its own attributes are a live view: never a private name
                 x.__dict__["_pw_verdict"] = "pass"
                 found = "set"
@@ -1450,6 +1452,11 @@ FAITHFUL = textwrap.dedent(
         return len(text)
 
 
+    def names_of(value):  # an error message's type(x).__name__, a registry keyed by class
+        kind = type(value)
+        return [kind.__name__, kind.__qualname__, kind.__module__, repr(kind), value.__doc__]
+
+
     def shout_fd(text):  # to descriptor 1 itself, as a child process's output goes
         os.write(1, text.encode())
 
@@ -2499,6 +2506,27 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert printed.call_count == 2
 
 
+    def test_type_names():  # type(x) of the test's objects is named as their class there
+        import threading
+
+        class Point:
+            "A point."
+
+        def walk():
+            pass
+
+        here = f"{__name__}.test_type_names.<locals>.Point"
+        assert lib.names_of(Point()) == [
+            "Point", "test_type_names.<locals>.Point", __name__, f"<class '{here}'>", "A point."
+        ]
+        assert lib.names_of(walk) == [
+            "function", "function", "builtins", "<class 'function'>", None
+        ]
+        lock = threading.Lock()
+        assert lib.names_of(lock) == [type(lock).__name__, type(lock).__qualname__,
+            type(lock).__module__, repr(type(lock)), lock.__doc__]
+
+
     def test_class_alias():  # a real types.GenericAlias of the product class, both ways
         import types
 
@@ -3387,6 +3415,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "shared_mock",
         "shared_served",
         "class_alias",
+        "type_names",
         "shared_class",
         "shared_fixture_first",
         "shared_fixture_second",
@@ -3463,6 +3492,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
             for how in ("patch", "mock", "class", "fixture_first", "fixture_second", "env")
         },
         "class_alias": ("pass", "", "isolated"),
+        "type_names": ("pass", "", "isolated"),
         # A module the product server uses itself while a call runs: not patched there.
         "shared_served": (
             "pass",

@@ -299,8 +299,9 @@ def _in(tagged: list[Any]) -> Any:
         return types.MappingProxyType(found)
     if tag == "ont" and len(tagged) == 6 and type(tagged[1]) is int and type(tagged[5]) is int:
         return _namedtuple_mirror(tagged)
-    if tag == "oh" and len(tagged) in (3, 4) and type(tagged[1]) is int and type(tagged[2]) is list:
-        return _oracle_object(tagged[1], tagged[2], tagged[3] if len(tagged) == 4 else None)
+    if tag == "oh" and 3 <= len(tagged) <= 5 and type(tagged[1]) is int and type(tagged[2]) is list:
+        shape = tagged[3] if len(tagged) >= 4 else None
+        return _oracle_object(tagged[1], tagged[2], shape, tagged[4] if len(tagged) == 5 else None)
     if tag == "ocl" and len(tagged) == 4 and type(tagged[1]) is int:
         return _class_stand_in(tagged[1], tagged[2], tagged[3])
     if tag == "rbo" and len(tagged) >= 3 and type(tagged[1]) is int:
@@ -573,7 +574,7 @@ def _oracle_class(operations: frozenset[str], hashable: bool) -> type:
     return cls
 
 
-def _oracle_object(number: int, operations: list[Any], shape: Any = None) -> Any:
+def _oracle_object(number: int, operations: list[Any], shape: Any = None, names: Any = None) -> Any:
     found = ORACLE_PROXIES.get(number)
     if found is not None:
         return found
@@ -582,6 +583,8 @@ def _oracle_object(number: int, operations: list[Any], shape: Any = None) -> Any
     described = shape.get("cls") if type(shape) is dict else None
     if described is not None:
         cls = _instance_class(cls, described, shape.get("dataclass"))
+    if names is not None:
+        cls = _named_class(cls, names)
     proxy: Any = (datetime.tzinfo if "tzinfo" in ops else object).__new__(cls)
     object.__setattr__(proxy, "_pw_oid", number)
     code = _stub_code(shape) if type(shape) is dict and "call" in ops else None
@@ -596,6 +599,55 @@ def _oracle_object(number: int, operations: list[Any], shape: Any = None) -> Any
     return proxy
 
 
+def _asked_doc(base: type) -> Any:
+    """The ``__doc__`` property of the proxy classes (the oracle's answer), from ``base``'s
+    classes."""
+    found = (vars(k)["__doc__"] for k in base.__mro__ if type(vars(k).get("__doc__")) is property)
+    return next(found)
+
+
+@seal_class
+class _ModuleName(str):
+    """The ``__module__`` of a proxy class named as the oracle object's class: the module's
+    name to ``type(x).__module__`` (and the class's repr), the object's own ``__module__``,
+    asked of the oracle, to ``x.__module__`` (a function's, which ``functools.wraps``
+    copies, is not its class's)."""
+
+    __slots__ = ()
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        if obj is None:
+            return str(self)
+        try:
+            return _callback("getattr", obj, ["__module__"], {})
+        except AttributeError:
+            return None
+
+
+def _named_class(base: type, names: Any) -> type:
+    """``base`` (a proxy class) under the names of the oracle object's class
+    (``[__name__, __qualname__, __module__]``), one class per proxy class and names."""
+    valid = type(names) is list and len(names) == 3
+    if not valid or not all(type(n) is str and 0 < len(n) <= 200 for n in names):
+        raise WireError("an oracle object's class names that are not names")
+    name, qualname, module = names
+    key = ORACLE_CLASSES[base] | {f"named:{module}:{qualname}:{name}"}
+    for cls, ops in ORACLE_CLASSES.items():
+        if ops == key:
+            return cls
+    namespace: dict[str, Any] = {
+        "__slots__": (), "__qualname__": qualname, "__module__": _ModuleName(module),
+        "__doc__": _asked_doc(base),  # a class statement's __doc__ (None) would hide it
+    }  # fmt: skip
+    number = next((vars(k)["_pw_class"] for k in base.__mro__ if "_pw_class" in vars(k)), None)
+    if type(number) is int:
+        namespace["_pw_class"] = number  # type(x) goes back as the test's class
+    made = type(base)(name, (base,), namespace)
+    delattr(made, "__slots__")
+    ORACLE_CLASSES[made] = key
+    return made
+
+
 @seal_class
 class _OracleClass(type):
     """The metaclass of the stand-in of one of the test's classes handed to product code
@@ -606,7 +658,7 @@ class _OracleClass(type):
     here (its proxy class derives from it), a product object never is."""
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        return _callback("call", _ClassRef(cls.__dict__["_pw_class"]), list(args), kwargs)
+        return _callback("call", _ClassRef(_class_number(cls)), list(args), kwargs)
 
     def __getattr__(cls, name: str) -> Any:
         if (name[:2] == "__" and name[-2:] == "__") or name[:3] == "_pw":
@@ -660,7 +712,7 @@ class _ClassRef:
 def _make_in_oracle(cls: type, /, *args: Any, **kwargs: Any) -> Any:
     """``type(obj)(...)`` of one of the test's objects: one more of the test's class, made
     there (its ``__init__`` is the test's code), a proxy here."""
-    return _callback("call", _ClassRef(cls.__dict__["_pw_class"]), list(args), kwargs)
+    return _callback("call", _ClassRef(_class_number(cls)), list(args), kwargs)
 
 
 def _instance_class(base: type, described: Any, fields: Any) -> type:
@@ -691,13 +743,14 @@ def _instance_class(base: type, described: Any, fields: Any) -> type:
         namespace["__dataclass_fields__"] = made.__dataclass_fields__
         namespace["__dataclass_params__"] = made.__dataclass_params__
         namespace["__match_args__"] = made.__match_args__
+    doc = {"__doc__": _asked_doc(base)}  # the instance's docstring, asked of the oracle
     stand_in = ORACLE_PROXIES.get(described[0])
     if isinstance(stand_in, _OracleClass):
         # The test's class was handed over too: its instances are instances of it here.
         namespace["__module__"] = stand_in.__module__
-        cls = _OracleClass("OracleObject", (base, stand_in), sealed_namespace(namespace))
+        cls = _OracleClass("OracleObject", (base, stand_in), sealed_namespace(namespace) | doc)
     else:
-        cls = type("OracleObject", (base,), sealed_namespace(namespace))
+        cls = type("OracleObject", (base,), sealed_namespace(namespace) | doc)
     delattr(cls, "__slots__")
     ORACLE_CLASSES[cls] = key
     return cls

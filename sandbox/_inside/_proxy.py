@@ -1779,7 +1779,25 @@ def _give(obj: Any) -> list[Any]:
             # the field names and their annotations as text; the values stay here.
             fields = [[f.name, _annotation_text(f.type)] for f in dataclasses.fields(obj)]
             shape["dataclass"] = fields
+    names = _class_names(kind)
+    if names is not None:
+        return ["oh", number, offers, shape, names]
     return ["oh", number, offers] + ([shape] if shape is not None else [])
+
+
+_OWN_ROOT = __name__.split(".")[0]
+
+
+def _class_names(kind: type) -> list[str] | None:
+    """``[__name__, __qualname__, __module__]`` of the class of an object given to the
+    product: its proxy class there bears them, so ``type(x).__name__`` in an error message
+    or a registry keyed by class name reads as in one process (and no proxy's own name
+    tells product code that it is judged). None for the oracle's own classes."""
+    names = [getattr(kind, attr, None) for attr in ("__name__", "__qualname__", "__module__")]
+    texts = [n for n in names if type(n) is str and 0 < len(n) <= 200]
+    if len(texts) != 3 or texts[2].split(".")[0] == _OWN_ROOT:
+        return None
+    return texts
 
 
 def _test_class(cls: Any) -> bool:
@@ -2097,12 +2115,15 @@ def _callback_answer(
                 return {"ok": encode(_described(obj, name), _send)}
             if not name or _machinery(type(obj)):
                 return _overreach(link, obj, name[:80] or "?")
-            if name == "__module__" and not isinstance(obj, _DESCRIBABLE):
-                # The name of the object's module (text, as functools.wraps copies it).
-                module = getattr(obj, "__module__", None)
-                if type(module) is not str:
+            if name in ("__module__", "__doc__") and not isinstance(obj, _DESCRIBABLE):
+                # The name of the object's module, its docstring (text, as functools.wraps
+                # copies them; an instance's is its class's).
+                text = getattr(obj, name, None)
+                if type(text) is not str:
+                    if name == "__doc__":
+                        return {"ok": None}
                     raise AttributeError(name)
-                return {"ok": module}
+                return {"ok": text}
             if name == "__dict__" and _plain_instance(obj):
                 # What a product descriptor writes its value into (funcy's cached_property:
                 # instance.__dict__[name] = value): the instance's own attributes, live.
