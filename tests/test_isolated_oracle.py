@@ -1452,6 +1452,27 @@ FAITHFUL = textwrap.dedent(
         return len(text)
 
 
+    STEPS = []
+
+
+    def counting(n, fail_at=None):  # a generator that records how far it ran
+        for i in range(n):
+            if i == fail_at:
+                raise ValueError(f"at {i}")
+            STEPS.append(i)
+            yield (i, i * i)
+
+
+    def steps():
+        return len(STEPS)
+
+
+    def boxes(n):  # items that are the product's objects: their hash is the product's
+        for i in range(n):
+            STEPS.append(i)
+            yield Box(i)
+
+
     def names_of(value):  # an error message's type(x).__name__, a registry keyed by class
         kind = type(value)
         return [kind.__name__, kind.__qualname__, kind.__module__, repr(kind), value.__doc__]
@@ -2506,6 +2527,32 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert printed.call_count == 2
 
 
+    def test_drained():  # list()/set() take a product generator whole: in batches
+        assert list(lib.counting(3000)) == [(i, i * i) for i in range(3000)]
+        assert set(lib.counting(50)) == {(i, i * i) for i in range(50)}
+        assert sorted(lib.counting(4)) == [(0, 0), (1, 1), (2, 4), (3, 9)]
+        assert tuple(lib.counting(0)) == () and frozenset(lib.counting(1)) == {(0, 0)}
+        before = lib.steps()
+        with pytest.raises(ValueError, match="at 700"):
+            list(lib.counting(1000, fail_at=700))
+        assert lib.steps() - before == 700  # ran to the error, not past it
+        before = lib.steps()
+        taken = set(lib.boxes(3))
+        assert len(taken) == 3 and lib.steps() - before == 3
+        before = lib.steps()
+        for i, item in enumerate(lib.counting(5)):  # a loop: nothing of it run ahead
+            assert lib.steps() - before == i + 1 and item == (i, i * i)
+        gen = lib.counting(4)
+        assert next(gen) == (0, 0) and list(gen) == [(1, 1), (2, 4), (3, 9)]
+        before = lib.steps()
+        assert _first_only(lib.counting(9)) == [(0, 0)] and lib.steps() - before == 1
+
+
+    def _first_only(it):
+        list = lambda it: [next(iter(it))]  # noqa: E731  a "list" that is not the built-in
+        return list(it)
+
+
     def test_type_names():  # type(x) of the test's objects is named as their class there
         import threading
 
@@ -3416,6 +3463,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "shared_served",
         "class_alias",
         "type_names",
+        "drained",
         "shared_class",
         "shared_fixture_first",
         "shared_fixture_second",
@@ -3493,6 +3541,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         },
         "class_alias": ("pass", "", "isolated"),
         "type_names": ("pass", "", "isolated"),
+        "drained": ("pass", "", "isolated"),
         # A module the product server uses itself while a call runs: not patched there.
         "shared_served": (
             "pass",

@@ -37,6 +37,7 @@ import select
 import signal
 import stat
 import sys
+import time
 import traceback
 import types
 import typing
@@ -1231,9 +1232,58 @@ def _serve(request: dict[str, Any], memo: Memo) -> dict[str, Any]:
         return _kept_in_step(args[0](*args[1:], **kwargs), memo)
     if op == "getitem":
         return _kept_in_step(operator.getitem(*args), memo)
+    if op == "drain" and len(args) == 2:
+        return {"ok": encode(_drained(args[0], args[1] is True), _out, memo=memo)}
     if op in OPS:
         return {"ok": encode(OPS[op](*args), _out, memo=memo)}
     raise WireError(f"no such request: {str(op)[:40]}")
+
+
+_CLOCK = time.monotonic  # bound before product code (or a test's mirrored patch) is here
+DRAIN_ITEMS = 1024
+DRAIN_S = 0.05
+"""A batch of ``drain`` ends at this many items or after this long, well inside a call's
+deadline however slow each item is."""
+_PLAIN = (int, float, complex, str, bytes, bool, type(None))
+RAISED_AFTER: dict[int, tuple[Any, Exception]] = {}
+"""What a drained iterator raised after the items of the batch it ended: raised at the
+next ``drain`` of it, after the oracle has taken those items."""
+
+
+def _plain_value(value: Any, depth: int = 0) -> bool:
+    """A value whose hash and equality run no product code (a tuple of numbers)."""
+    if type(value) in _PLAIN:
+        return True
+    if type(value) in (tuple, frozenset) and depth < 4 and len(value) <= 64:
+        return all(_plain_value(v, depth + 1) for v in value)
+    return False
+
+
+def _drained(it: Any, plain_only: bool) -> list[Any]:
+    """``[done, items]``: the next items of the product iterator ``it``, which a built-in of
+    the test's takes whole (``list(...)``, ``set(...)``: the oracle's ``_Drained``), as
+    ``next`` would give them one by one. Ends at the end (``done``), at what it raises
+    (raised now if no item came before it, else at the next ``drain``), at the batch's
+    size or time, and, for ``set``, after an item that is not a plain value."""
+    pending = RAISED_AFTER.pop(id(it), None)
+    if pending is not None and pending[0] is it:
+        raise pending[1]
+    items: list[Any] = []
+    started = _CLOCK()
+    while len(items) < DRAIN_ITEMS:
+        try:
+            item = next(it)
+        except StopIteration:
+            return [True, items]
+        except Exception as exc:
+            if not items:
+                raise
+            RAISED_AFTER[id(it)] = (it, exc)
+            return [False, items]
+        items.append(item)
+        if (plain_only and not _plain_value(item)) or _CLOCK() - started > DRAIN_S:
+            break
+    return [False, items]
 
 
 MIRRORED: dict[tuple[Any, ...], list[Any]] = {}

@@ -33,6 +33,7 @@ import contextlib
 import copy
 import dataclasses
 import datetime
+import dis
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -1030,6 +1031,90 @@ def _calls_it(name: str, frame: types.FrameType) -> bool:
         return False
 
 
+_DRAINS = {
+    name: getattr(builtins, name) for name in ("list", "tuple", "sorted", "set", "frozenset")
+}
+"""The built-ins that take the whole of what they iterate before any of the test's code runs
+again (``set`` and ``frozenset`` hash each item as it comes: only while the items are plain
+values does that run no product code)."""
+_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
+_JUMPS = frozenset(dis.hasjrel + dis.hasjabs)
+_CODE_INSTRUCTIONS: dict[types.CodeType, list[dis.Instruction]] = {}
+
+
+def _drained_by(frame: types.FrameType | None) -> str | None:
+    """The built-in that ``frame`` is calling on one argument, when it is one of ``_DRAINS``
+    (``set(mi.derangements(...))``, ``list(gen)``): the callable is the value the
+    instructions before the call pushed first. Walking back from the call, the first
+    instruction at which the stack effects add up to the call's one result is the one
+    that pushed the callable (every later one runs with it on the stack). Anything else
+    (a jump in between, another name, the name shadowed) is None: item by item."""
+    if frame is None:
+        return None
+    try:
+        code = frame.f_code
+        instructions = _CODE_INSTRUCTIONS.get(code)
+        if instructions is None:
+            instructions = _CODE_INSTRUCTIONS[code] = list(dis.get_instructions(code))
+        at = next(i for i, ins in enumerate(instructions) if ins.offset == frame.f_lasti)
+        if instructions[at].opname != "CALL" or instructions[at].arg != 1:
+            return None
+        total = 0
+        for back in range(at, -1, -1):
+            ins = instructions[back]
+            has_arg = ins.opcode >= dis.HAVE_ARGUMENT
+            total += dis.stack_effect(ins.opcode, ins.arg if has_arg else None)
+            if total == 1:
+                break  # a jump may land here: the stack is as high as before the callable
+            if back < at and (ins.is_jump_target or ins.opcode in _JUMPS):
+                return None  # within the call's arguments: no straight line to walk back
+        else:
+            return None
+        if ins.opname == "PUSH_NULL":
+            ins = instructions[back + 1]
+        name = ins.argval
+        if ins.opname not in _LOADS or name not in _DRAINS:
+            return None
+        scopes = (frame.f_locals,) if ins.opname == "LOAD_NAME" else ()
+        for scope in (*scopes, frame.f_globals, frame.f_builtins):
+            if name in scope:
+                return str(name) if scope[name] is _DRAINS[name] else None
+        return None
+    except (StopIteration, ValueError, TypeError, IndexError):
+        return None
+
+
+class _Drained:
+    """A product iterator a drain built-in takes whole (``_drained_by``): its items come
+    a batch a request (``drain``: as many as the product makes in a few milliseconds), in
+    their order, and what the product's iterator raised comes after the items before it.
+    Nothing of the test's runs between two items, so the product running ahead within a
+    batch is not seen; for ``set``, a batch ends at an item that is not a plain value (its
+    hash is the product's code)."""
+
+    __slots__ = ("_done", "_it", "_items", "_plain")
+
+    def __init__(self, it: Any, plain: bool) -> None:
+        self._it, self._plain = it, plain
+        self._items: collections.deque[Any] = collections.deque()
+        self._done = False
+
+    def __iter__(self) -> _Drained:
+        return self
+
+    def __next__(self) -> Any:
+        if not self._items:
+            if self._done:
+                raise StopIteration
+            done, items = _op("drain", self._it, self._plain)
+            self._done = bool(done)
+            self._items.extend(items)
+            if not self._items:
+                self._done = True
+                raise StopIteration
+        return self._items.popleft()
+
+
 _PENDING: list[_MethodCall] = []
 """The method reads not yet asked of the product, in the order the test made them."""
 
@@ -1208,7 +1293,9 @@ class Handle:
         return bool(_op("bool", self))
 
     def __iter__(self) -> Any:
-        return _op("iter", self)
+        found = _op("iter", self)
+        drain = _drained_by(sys._getframe(1)) if type(found) is Handle else None
+        return found if drain is None else _Drained(found, drain in ("set", "frozenset"))
 
     def __next__(self) -> Any:
         return _op("next", self)
