@@ -40,12 +40,12 @@ if TYPE_CHECKING:
         _traceback_id,
     )
     from ._proxy import (
-        _MONOTONIC,
         COLLECTING,
         FROM_PRODUCT,
         ISOLATION,
         IsolationRefused,
         ProductFailure,
+        _monotonic,
         _refuse,
         names_a_proxy_type,
         next_property,
@@ -168,7 +168,7 @@ class Reporter:
             # Isolated runs: refusals and product failures belong to the running property;
             # the product process re-seeds its own random state like this one.
             ISOLATION["prop"] = self._prop_of(item)
-            ISOLATION["test_started"] = _MONOTONIC()
+            ISOLATION["test_started"] = _monotonic()
             link = ISOLATION["link"]
             if link is not None and link.dead is not None and ISOLATION["prop"] is not None:
                 ISOLATION["orphaned"].setdefault(ISOLATION["prop"], link.dead[1])
@@ -177,7 +177,7 @@ class Reporter:
             if link is not None and link.dead is None:
                 with contextlib.suppress(ProductFailure, IsolationRefused):
                     next_property(link)
-        self.started[item.nodeid] = _MONOTONIC()
+        self.started[item.nodeid] = _monotonic()
         if MODE == "scorer":
             # Checked before every test too: a replacement made while one test ran and
             # undone before the session ends still shows.
@@ -284,7 +284,7 @@ class Reporter:
             # the test and its report changed the outcome.
             self.tampered.append(f"the report of {prop} said passed after the test raised")
             status, witness = "fail", self.raised[prop]
-        duration = round(_MONOTONIC() - self.started.get(item.nodeid, _MONOTONIC()), 6)
+        duration = round(_monotonic() - self.started.get(item.nodeid, _monotonic()), 6)
         previous = self.outcomes.get(prop)
         if previous is not None:
             duration = round(previous[2] + duration, 6)

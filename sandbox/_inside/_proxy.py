@@ -93,9 +93,17 @@ if TYPE_CHECKING:
 FROM_PRODUCT = "__pw_from_product__"
 """The mark on an exception decoded from a product reply (in its ``__dict__``)."""
 REPLY_MAX_BYTES = 64 * 1024 * 1024  # one reply larger than this: the product floods
-_MONOTONIC = time.monotonic
-"""The oracle's own clock, as imported: a test may patch ``time.monotonic`` (made in the
-product process too, ``_guard_shared_patches``), never the deadlines of its calls."""
+
+
+def _monotonic(clock: Any = time.monotonic) -> float:
+    """The oracle's own clock, as imported: a test may patch ``time.monotonic`` (made in the
+    product process too, ``_guard_shared_patches``), never the deadlines of its calls. Held
+    as a default, where freezegun's sweep of every module's attributes that *are* a real
+    clock (to rebind them to its fake) does not look: a module attribute was rebound, and
+    every deadline had passed in 2011 (itsdangerous' frozen tests)."""
+    return float(clock())
+
+
 STATUS_WAIT_S = 10.0  # after the product's pipe closed, how long the host may take to say why
 BEAT_S = 1.0
 """While a call waits, the oracle beats this often on the pipe its supervisor counts as
@@ -236,7 +244,7 @@ class _Link:
         self.test_timeout = test_timeout
         self.beat_fd = beat_fd
         self.beat_s = min(BEAT_S, timeout / 4)
-        self.beaten = _MONOTONIC()
+        self.beaten = _monotonic()
         self.buffered = b""
         self.dead: tuple[type[ProductFailure], str] | None = None
         self.lock = threading.RLock()  # a callback may call the product again, nested
@@ -269,7 +277,7 @@ class _Link:
             if (
                 self.test_timeout is not None
                 and started is not None
-                and _MONOTONIC() - started > self.test_timeout
+                and _monotonic() - started > self.test_timeout
             ):
                 # Each call is quick, the test is not: it drives product code without end.
                 # This call fails; the product process is not hung and serves the next test,
@@ -329,7 +337,7 @@ class _Link:
     def _exchange(self, data: bytes) -> dict[str, Any]:
         """Send one request and wait for its reply within the call's deadline, serving the
         product's callbacks meanwhile (each may call the product again: nested)."""
-        deadline = _MONOTONIC() + self.timeout
+        deadline = _monotonic() + self.timeout
         self._write(data)
         while True:
             reply = loads(self._line(deadline))
@@ -358,7 +366,7 @@ class _Link:
             if len(self.buffered) > REPLY_MAX_BYTES:
                 self.dead = (ProductFlooded, f"a reply of more than {REPLY_MAX_BYTES} bytes")
                 raise _fail(*self.dead)
-            left = deadline - _MONOTONIC()
+            left = deadline - _monotonic()
             if left <= 0:
                 self.dead = (ProductHung, f"no answer within {self.timeout:g} s")
                 raise _fail(*self.dead)
@@ -374,7 +382,7 @@ class _Link:
     def _beat(self) -> None:
         """One byte on the beat pipe, if one is due (never blocks: a full pipe means the
         supervisor has beats enough to read)."""
-        now = _MONOTONIC()
+        now = _monotonic()
         if self.beat_fd is None or now - self.beaten < self.beat_s:
             return
         self.beaten = now
