@@ -1452,6 +1452,24 @@ FAITHFUL = textwrap.dedent(
         return len(text)
 
 
+    class Refused(Exception):  # itsdangerous' BadSignature: a payload on the exception
+        def __init__(self, message, payload=None):
+            super().__init__(message)
+            self.payload = payload
+
+
+    def refuse(value):
+        raise Refused("bad", payload=value)
+
+
+    def payload_of(check, value):  # catches what the test's check raises
+        try:
+            check(value)
+        except Refused as e:
+            return [e.payload, getattr(e, "seen", "unseen")]
+        return None
+
+
     STEPS = []
 
 
@@ -2527,6 +2545,30 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert printed.call_count == 2
 
 
+    def test_exception_written():  # the test writes on a product exception, raises it back
+        def check(value):
+            try:
+                lib.refuse(value)
+            except lib.Refused as e:
+                assert e.payload == value and str(e) == "bad"
+                e.payload = None
+                e.seen = True
+                assert e.payload is None and e.seen is True
+                raise
+
+        assert lib.payload_of(check, 5) == [None, True]
+
+        def forget(value):
+            try:
+                lib.refuse(value)
+            except lib.Refused as e:
+                e.seen = 1
+                del e.seen
+                raise
+
+        assert lib.payload_of(forget, 6) == [6, "unseen"]
+
+
     def test_drained():  # list()/set() take a product generator whole: in batches
         assert list(lib.counting(3000)) == [(i, i * i) for i in range(3000)]
         assert set(lib.counting(50)) == {(i, i * i) for i in range(50)}
@@ -3464,6 +3506,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "class_alias",
         "type_names",
         "drained",
+        "exception_written",
         "shared_class",
         "shared_fixture_first",
         "shared_fixture_second",
@@ -3542,6 +3585,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "class_alias": ("pass", "", "isolated"),
         "type_names": ("pass", "", "isolated"),
         "drained": ("pass", "", "isolated"),
+        "exception_written": ("pass", "", "isolated"),
         # A module the product server uses itself while a call runs: not patched there.
         "shared_served": (
             "pass",

@@ -2491,6 +2491,8 @@ def _exception_class(desc: list[Any]) -> type[BaseException] | None:
             "__qualname__": str(desc[3]),
             "__pw_handle__": desc[1],
             "__getattr__": _exception_attribute,
+            "__setattr__": _exception_setattr,
+            "__delattr__": _exception_delattr,
             "__str__": _exception_text,
             "__repr__": _exception_repr,
             "__new__": _new_product_exception,
@@ -2529,6 +2531,33 @@ def _exception_attribute(self: BaseException, name: str) -> Any:
     if number is None or name[:2] == "__":
         raise AttributeError(name)
     return _link().request("getattr", [_handle(number, type(self).__name__, False), name])
+
+
+def _exception_setattr(self: BaseException, name: str, value: Any) -> None:
+    """An attribute the test sets on a product exception (``except BadSignature as e:
+    e.payload = None; raise``, itsdangerous' signer): set on the product's own exception,
+    which product code catches when the test raises it back. The exception's own
+    bookkeeping (``args``, dunders, a built-in base's attributes: ``errno``, ``name``) is
+    this instance's, as decoding sets it."""
+    number = vars(self).get("__pw_exc__")
+    own = name[:2] == "__" or name == "args"
+    if number is None or own or any(name in vars(k) for k in _builtin_bases(type(self))):
+        BaseException.__setattr__(self, name, value)
+        return
+    vars(self).pop(name, None)
+    _link().request("setattr", [_handle(number, type(self).__name__, False), name, value])
+
+
+def _exception_delattr(self: BaseException, name: str) -> None:
+    number = vars(self).get("__pw_exc__")
+    if number is None or name[:2] == "__" or name in vars(self):
+        BaseException.__delattr__(self, name)
+        return
+    _link().request("delattr", [_handle(number, type(self).__name__, False), name])
+
+
+def _builtin_bases(cls: type) -> list[type]:
+    return [k for k in cls.__mro__ if k.__module__ == "builtins"]
 
 
 def _exception_text(self: BaseException) -> str:
