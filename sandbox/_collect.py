@@ -20,7 +20,7 @@ import json
 import os
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ._argv import LaunchSpec
@@ -72,9 +72,28 @@ with open(ini, "w") as handle:
         handle.write(f"{{json.dumps(key)}} = {{json.dumps(value)}}\\n")
 
 
+NATURAL = (str, int, float, bool, bytes, complex, type(None))
+
+
+def _named_by_place(value):
+    # pytest names a case by its value when it is one of these, else by its place
+    # (``expected0``): the place of a set's element is the hash seed's choice
+    return not isinstance(value, NATURAL)
+
+
 class Collector:
     items = None
     errors = []
+    unordered = []
+
+    def pytest_generate_tests(self, metafunc):
+        for mark in metafunc.definition.iter_markers(name="parametrize"):
+            values = mark.args[1] if len(mark.args) > 1 else mark.kwargs.get("argvalues")
+            if mark.kwargs.get("ids") is not None or not isinstance(values, (set, frozenset)):
+                continue
+            cases = [v if isinstance(v, (tuple, list)) else (v,) for v in values]
+            if any(_named_by_place(v) for case in cases for v in case):
+                self.unordered.append(metafunc.definition.nodeid)
 
     def pytest_collectreport(self, report):
         if report.failed:
@@ -94,7 +113,7 @@ code = pytest.main(
     plugins=[collector],
 )
 channel.write(json.dumps({{{CHANNEL_KEY!r}: collector.items, "errors": collector.errors,
-                          "exit_code": int(code)}}) + "\\n")
+                          "unordered": collector.unordered, "exit_code": int(code)}}) + "\\n")
 channel.close()
 sys.exit(int(code))
 """
@@ -109,6 +128,9 @@ class Collected:
     errors: list[tuple[str, str]]
     """(collector node id, the end of its error text) for each collection error."""
     process: ProcessResult
+    unordered: list[str] = field(default_factory=list)
+    """Tests parametrized over a set whose case ids name a case by its place (``expected0``):
+    the hash seed orders a set, and each scored run has its own (docs/design/runner.md)."""
 
 
 def collect_tests(
@@ -177,4 +199,6 @@ def _parse(raw: bytes, process: ProcessResult) -> Collected:
         for e in message.get("errors", [])
         if isinstance(e, list) and len(e) == 2
     ]
-    return Collected(node_ids=node_ids, errors=errors, process=process)
+    found = message.get("unordered")
+    unordered = [str(n) for n in found] if isinstance(found, list) else []
+    return Collected(node_ids=node_ids, errors=errors, process=process, unordered=unordered)

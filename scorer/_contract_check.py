@@ -159,10 +159,23 @@ def is_guard(prop: str) -> bool:
 
 
 def match_test_id(
-    test: str, collected: Sequence[str], files: Sequence[str], errors: Sequence[tuple[str, str]]
+    test: str,
+    collected: Sequence[str],
+    files: Sequence[str],
+    errors: Sequence[tuple[str, str]],
+    unordered: Sequence[str] = (),
 ) -> tuple[int, str]:
     """(matching collected tests, problem) for one id, by the runner's rule: the node id
-    itself or its parametrized cases (``id[...]``)."""
+    itself or its parametrized cases (``id[...]``). One case of a test parametrized over a
+    set, named by its place (``unordered``), is a problem even when it is collected: which
+    case has that id depends on the hash seed, and each scored run has its own."""
+    function = test.split("[", 1)[0]
+    if function != test and function in unordered:
+        return 0, (
+            f"names one case of {function}, which is parametrized over a set: which case "
+            "an id such as [expected0] is depends on the hash seed, and every scored run "
+            "has its own; name the function, or give the cases ids= in the test"
+        )
     exact = [n for n in collected if n == test or n.startswith(f"{test}[")]
     if exact:
         return len(exact), ""
@@ -232,7 +245,7 @@ def _check_ids(
     checks = []
     for index, prop in enumerate(contract.properties):
         cases, problem = match_test_id(
-            prop.test, collected.node_ids or [], present, collected.errors
+            prop.test, collected.node_ids or [], present, collected.errors, collected.unordered
         )
         line = line_of(contract_text, ("properties", index, "test"))
         checks.append(

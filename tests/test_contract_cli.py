@@ -41,6 +41,24 @@ NODE = "tests/properties/test_double.py::test_double_is_even"
 TYPO = "tests/properties/test_double.py::test_double_is_evn"
 
 
+YEARS_FILE = "tests/properties/test_years.py"
+YEARS = """\
+import datetime
+
+import pytest
+
+CASES = {("1985", datetime.date(1985, 1, 1)), ("1986", datetime.date(1986, 1, 1))}
+
+
+@pytest.mark.parametrize("text,expected", CASES)
+def test_year(text, expected):
+    assert datetime.date(int(text), 1, 1) == expected
+"""
+BY_PLACE = f"{YEARS_FILE}::test_year[1985-expected0]"
+"""isodate's test_parse: whether 1985's case is expected0 or expected1 depends on the hash
+seed that ordered the set."""
+
+
 def _contract(test: str) -> str:
     return (
         "contract_version: 1\n"
@@ -72,6 +90,8 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     repo.create_tag("good")
     commit(repo, {CONTRACT: _contract(TYPO)}, "a typo in the contract")
     repo.create_tag("typo")
+    commit(repo, {YEARS_FILE: YEARS, CONTRACT: _contract(BY_PLACE)}, "one case of a set's")
+    repo.create_tag("by_place")
     config = operator_config(root / "config.yaml", state=root / "state", logs=root / "logs")
     env = {**os.environ, "XDG_STATE_HOME": str(root / "xdg")}
     return {"repo": root / "repo", "config": config, "env": env}
@@ -154,6 +174,28 @@ def test_a_misspelt_id_is_refused_by_check_and_by_serve(small: dict[str, object]
         check=False,
     )
     assert (serve.returncode, serve.stdout, serve.stderr) == (2, "", expected)
+
+
+@pytest.mark.bwrap
+def test_one_case_of_a_test_parametrized_over_a_set_is_refused(small: dict[str, object]) -> None:
+    expected = (
+        f"patchwarden: error: {CONTRACT}:9: property prop.double_is_even: test id {BY_PLACE} "
+        f"names one case of {YEARS_FILE}::test_year, which is parametrized over a set: which "
+        "case an id such as [expected0] is depends on the hash seed, and every scored run has "
+        "its own; name the function, or give the cases ids= in the test\n"
+    )
+    proc = _run(small, "contract", "check", "--repo", str(small["repo"]), "--base", "by_place")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", expected)
+
+
+def test_a_case_id_of_a_set_is_a_problem_and_the_function_is_not() -> None:
+    collected = ["t/test_a.py::test_year[1985-expected1]", "t/test_a.py::test_year[1986-expected0]"]
+    unordered = ["t/test_a.py::test_year"]
+    files = ["t/test_a.py"]
+    assert match_test_id("t/test_a.py::test_year", collected, files, [], unordered) == (2, "")
+    cases, problem = match_test_id(collected[0], collected, files, [], unordered)
+    assert cases == 0 and problem.startswith("names one case of t/test_a.py::test_year, which")
+    assert match_test_id(collected[0], collected, files, []) == (1, "")
 
 
 COLLECTED = [
