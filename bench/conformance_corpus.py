@@ -186,6 +186,25 @@ PROJECTS: tuple[Project, ...] = (
         "b3b2210e0e067a281f5646c8c5db92e99b7231ea8b0eb5f74dbdf9e259d4e494",
         style="a dict subclass mutated in place, pickling, deep copies",
     ),
+    Project(
+        "isodate",
+        "0.7.2",
+        "4cd1aa0f43ca76f4a6c6c0292a85f40b35ec2e43e315b59f06e6d32171a953e6",
+        style="datetime and its own tzinfo classes, a Duration with operators on stdlib types",
+    ),
+    Project(
+        "itsdangerous",
+        "2.2.0",
+        "e0050c0b7da1eea53ffaf149c0cfbb5c6e2e2b69c4bef22c81fa6eb73e5f6173",
+        test_requires=("freezegun",),  # requirements/tests.in
+        style="freezegun around product calls, hashlib constructors, subclassed test classes",
+    ),
+    Project(
+        "uritemplate",
+        "4.2.0",
+        "480c2ed180878955863323eea31b0ede668795de182617fef9c6ca09e6ec9d0e",
+        style="JSON fixture files read by the tests, nested dicts and lists handed to the product",
+    ),
 )
 
 SPARES: tuple[Project, ...] = (
