@@ -3424,6 +3424,31 @@ def test_own_fork():
 """
 
 
+RENAMED = """\
+from . import _version
+
+# furl's __init__: every name of the version module copied over the package's own,
+# __name__ = "renamed._version" among them
+globals().update(dict((k, v) for k, v in _version.__dict__.items()))
+
+
+def double(x):
+    return 2 * x
+"""
+RENAMED_TESTS = """\
+import renamed
+from renamed.sub import triple
+
+
+def test_package():
+    assert renamed.double(2) == 4 and renamed.__version__ == "2.1"
+
+
+def test_submodule():
+    assert triple(2) == 6
+"""
+
+
 def faithful_tree(root: Path) -> Path:
     for sub in ("lib", "tests", "data"):
         (root / sub).mkdir(parents=True)
@@ -3445,6 +3470,11 @@ def faithful_tree(root: Path) -> Path:
     (root / "tests" / "test_calls.py").write_text(CALLS_TESTS)
     (root / "lib" / "forks.py").write_text(FORKS)
     (root / "tests" / "test_forks.py").write_text(FORKS_TESTS)
+    (root / "renamed").mkdir()
+    (root / "renamed" / "__init__.py").write_text(RENAMED)
+    (root / "renamed" / "_version.py").write_text('__version__ = "2.1"\n')
+    (root / "renamed" / "sub.py").write_text("def triple(x):\n    return 3 * x\n")
+    (root / "tests" / "test_renamed.py").write_text(RENAMED_TESTS)
     return root
 
 
@@ -3613,6 +3643,14 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
             "directory /tmp (each process has its own)",
         ),
     }
+
+
+def test_a_package_that_rebinds_its_own_name_imports_isolated(tmp_path: Path) -> None:
+    # furl copies its version module's globals, __name__ among them, over its own: the
+    # oracle imported the product's module by its __name__, which named the version module
+    # again under the package it was importing (RecursionError, all 77 tests in-process).
+    got = run_faithful(faithful_tree(tmp_path), "package", "submodule", module="renamed")
+    assert got == {name: ("pass", "", "isolated") for name in ("package", "submodule")}
 
 
 def test_an_isolated_failure_is_run_again_in_process_and_its_status_kept(tmp_path: Path) -> None:

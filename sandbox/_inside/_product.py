@@ -164,6 +164,17 @@ BUILTIN_BASES = (dict, list, set, frozenset, tuple, str, bytes, bytearray, int, 
 """The built-in classes whose subclasses' instances the oracle sees as instances of them."""
 
 
+def _module_name(module: types.ModuleType) -> str:
+    """The name ``module`` is imported under: its ``__name__``, unless the module rebound it
+    (furl's ``globals().update(__version__.__dict__)`` copies ``__name__ =
+    'furl.__version__'`` over the package's own; the oracle, importing by that name, asked
+    for the package again without end): then its key in ``sys.modules``."""
+    name = module.__name__
+    if sys.modules.get(name) is module:
+        return name
+    return next((key for key, found in list(sys.modules.items()) if found is module), name)
+
+
 def _kind(obj: Any) -> str:
     """What the oracle may treat the object as when it introspects it: a plain function,
     a bound method, a module (by name), or nothing in particular."""
@@ -173,7 +184,7 @@ def _kind(obj: Any) -> str:
     if kind is types.MethodType:
         return "method"
     if kind is types.ModuleType and type(getattr(obj, "__name__", None)) is str:
-        return f"module:{obj.__name__}"
+        return f"module:{_module_name(obj)}"
     if isinstance(obj, type):
         return "class"
     if isinstance(obj, datetime.tzinfo):

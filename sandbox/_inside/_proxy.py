@@ -2709,6 +2709,16 @@ _module_dict: Any = vars(types.ModuleType)["__dict__"].__get__
 module is the product module's."""
 
 
+_MODULE_METADATA = frozenset(
+    {"__version__", "__version_info__", "__author__", "__author_email__", "__email__",
+     "__license__", "__copyright__", "__title__", "__summary__", "__description__", "__uri__",
+     "__url__", "__maintainer__", "__credits__", "__status__", "__date__", "__release__"}
+)  # fmt: skip
+"""A module's metadata dunders (PEP 8's ``__version__``, ``__author__``, ...), which tests
+read (``pkg.__version__ == ...``): the product's answer, as its other attributes. Any other
+dunder on a product module is a protocol probe, answered as an absent attribute."""
+
+
 class ProxyModule(types.ModuleType):
     """A product module as the oracle sees it: every attribute is read from the product, and
     so are ``dir()`` and ``vars()`` (its ``__doc__`` is the product's, read at import)."""
@@ -2720,7 +2730,7 @@ class ProxyModule(types.ModuleType):
         return _handle(number, "module", False)
 
     def __getattr__(self, name: str) -> Any:
-        if name[:2] == "__" and name not in _REMOTE_DUNDERS:
+        if name[:2] == "__" and name not in _REMOTE_DUNDERS and name not in _MODULE_METADATA:
             raise AttributeError(name)
         if name[:2] != "__" and _calls_it(name, sys._getframe(1)):
             return _MethodCall(self._pw_module(), name)
