@@ -1003,6 +1003,7 @@ FAITHFUL = textwrap.dedent(
     import collections
     import dataclasses
     import datetime
+    import enum
     import os
     import pathlib
     from typing import Generic, Protocol, TypeVar, runtime_checkable
@@ -1450,6 +1451,15 @@ FAITHFUL = textwrap.dedent(
         print(text.upper())
         print("to err", file=sys.stderr)
         return len(text)
+
+
+    class Shade(enum.Enum):  # docstring_parser's RenderingStyle, a parametrize value
+        LIGHT = 1
+        DARK = 2
+
+
+    def halve(x):
+        return x / 2
 
 
     class Refused(Exception):  # itsdangerous' BadSignature: a payload on the exception
@@ -2543,6 +2553,11 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert printed.call_args_list[0] == mock.call("HI")
         lib.shout("again")  # the product's own print again: the mock is not called
         assert printed.call_count == 2
+
+
+    @pytest.mark.parametrize("shade, how", [(lib.Shade.DARK, lib.halve), (lib.Shade.LIGHT, 1)])
+    def test_param_ids(shade, how):  # ids by value: [Shade.DARK-halve], as in one process
+        assert shade.name in ("DARK", "LIGHT")
 
 
     def test_exception_written():  # the test writes on a product exception, raises it back
@@ -3642,6 +3657,19 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
             "in-process: the product hands the property a path in its own temporary "
             "directory /tmp (each process has its own)",
         ),
+    }
+
+
+def test_a_product_enum_member_or_function_names_its_parametrized_case(tmp_path: Path) -> None:
+    # pytest names a case by an enum member's str and a function's __name__; a handle was
+    # named by its place ([shade0-how0]), so the contract's id (the one pytest gives in
+    # one process) was not found isolated: NotRun on both sides.
+    got = run_faithful(
+        faithful_tree(tmp_path), "param_ids[Shade.DARK-halve]", "param_ids[Shade.LIGHT-1]"
+    )
+    assert got == {
+        "param_ids[Shade.DARK-halve]": ("pass", "", "isolated"),
+        "param_ids[Shade.LIGHT-1]": ("pass", "", "isolated"),
     }
 
 

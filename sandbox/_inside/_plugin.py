@@ -50,6 +50,7 @@ if TYPE_CHECKING:
         names_a_proxy_type,
         next_property,
         ours,
+        parametrize_id,
     )
 
 
@@ -108,6 +109,11 @@ class Reporter:
     @pytest.fixture
     def contract_seed(self):
         return SEED
+
+    def pytest_make_parametrize_id(self, config, val, argname):
+        # A product enum member or function as a parametrize value: named by its value,
+        # as pytest names the product's own object in one process (the contract's id).
+        return parametrize_id(val) if MODE == "scorer" else None
 
     @pytest.hookimpl(trylast=True)
     def pytest_configure(self, config):

@@ -34,6 +34,7 @@ import copy
 import dataclasses
 import datetime
 import dis
+import enum
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -1489,6 +1490,28 @@ def _function_get(self: Any, instance: Any, owner: Any = None) -> Any:
 
 FunctionHandle: type = type("Handle", (Handle,), {"__slots__": (), "__get__": _function_get})
 HANDLE_TYPES = {Handle, ZoneHandle, DescriptorHandle, DataDescriptorHandle, FunctionHandle}
+
+
+def parametrize_id(value: Any) -> str | None:
+    """What pytest names a parametrize value by when it is a product enum member
+    (``Style.COMPACT``: its ``str``) or a product function (its ``__name__``), as in one
+    process; None for any other (pytest's own rule: a handle is named by its place,
+    ``style0``, and so is the object in one process). docstring_parser's
+    ``test_compose[RenderingStyle.COMPACT-expected0]`` was not found isolated."""
+    if type(value) not in HANDLE_TYPES:
+        return None
+    try:
+        if type(value) is FunctionHandle:
+            name = value.__name__
+            return name if type(name) is str else None
+        if _op("isinstance", value, enum.Enum) is True:
+            text = str(value)
+            return text if type(text) is str else None
+    except (AttributeError, TypeError, ValueError, IsolationRefused, ProductFailure):
+        return None
+    return None
+
+
 """Every class of the oracle's handles (with each ``_anchor`` made: ``type(obj) in``)."""
 _HANDLE_KINDS = {
     "tzinfo": ZoneHandle, "descriptor": DescriptorHandle, "data-descriptor": DataDescriptorHandle,
