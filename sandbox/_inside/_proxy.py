@@ -1502,7 +1502,7 @@ def parametrize_id(value: Any) -> str | None:
         return None
     try:
         if type(value) is FunctionHandle:
-            name = value.__name__
+            name = getattr(value, "__name__", None)
             return name if type(name) is str else None
         if _op("isinstance", value, enum.Enum) is True:
             text = str(value)
