@@ -1462,6 +1462,14 @@ FAITHFUL = textwrap.dedent(
         return x / 2
 
 
+    def with_doc(text):  # docstring_parser's combine_docstrings: writes the docstring
+        def decorate(func):
+            func.__doc__ = (func.__doc__ or "") + text
+            return func
+
+        return decorate
+
+
     class Refused(Exception):  # itsdangerous' BadSignature: a payload on the exception
         def __init__(self, message, payload=None):
             super().__init__(message)
@@ -2560,6 +2568,14 @@ FAITHFUL_TESTS = textwrap.dedent(
         assert shade.name in ("DARK", "LIGHT")
 
 
+    def test_doc_written():  # a product decorator writes the test's function's docstring
+        @lib.with_doc(" More.")
+        def told():
+            "Told."
+
+        assert told.__doc__ == "Told. More."
+
+
     def test_exception_written():  # the test writes on a product exception, raises it back
         def check(value):
             try:
@@ -3552,6 +3568,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "type_names",
         "drained",
         "exception_written",
+        "doc_written",
         "shared_class",
         "shared_fixture_first",
         "shared_fixture_second",
@@ -3631,6 +3648,7 @@ def test_paths_identity_mutation_and_generics_cross_as_in_one_process(tmp_path: 
         "type_names": ("pass", "", "isolated"),
         "drained": ("pass", "", "isolated"),
         "exception_written": ("pass", "", "isolated"),
+        "doc_written": ("pass", "", "isolated"),
         # A module the product server uses itself while a call runs: not patched there.
         "shared_served": (
             "pass",

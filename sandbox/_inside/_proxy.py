@@ -2118,6 +2118,13 @@ def _plain_instance(obj: Any) -> bool:
 _MACHINERY_WORDS = ("pw", "pytest", "hypothesis", "fixture", "unittest", "anyio", "asyncio")
 
 
+def _documentable(obj: Any, text: Any) -> bool:
+    """A test's function (none of the test machinery's) given a docstring that is text or
+    None: nothing the oracle runs reads it."""
+    plain = text is None or type(text) is str
+    return plain and type(obj) is types.FunctionType and not _machinery_code(obj)
+
+
 def _new_marker(obj: Any, name: str) -> bool:
     """A dunder or private name a decorator of the product's may set on a test's function
     (``__override__``, ``__final__``, parsimonious' ``@rule`` sets ``_rule`` on a visitor's
@@ -2273,6 +2280,11 @@ def _callback_answer(
                 or not isinstance(obj, _OPAQUE)
                 or (isinstance(obj, type) and _class_settable(obj, name))  # funcy's monkey(A)
             )
+            if name == "__doc__" and _documentable(obj, args[1]):
+                # A decorator of the product's writing a test's function's docstring
+                # (docstring_parser's combine_docstrings): text, as in one process.
+                obj.__doc__ = args[1]
+                return {"ok": None}
             if _new_marker(obj, name):
                 # typing's @override sets func.__override__ = True on a test's method: a
                 # new attribute of the function's own, as the product set it.
