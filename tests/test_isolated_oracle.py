@@ -1453,6 +1453,26 @@ FAITHFUL = textwrap.dedent(
         return len(text)
 
 
+    class Store(collections.abc.MutableMapping):  # furl's omdict: a class made by ABCMeta
+        def __init__(self, **items):
+            self._items = dict(items)
+
+        def __getitem__(self, key):
+            return self._items[key]
+
+        def __setitem__(self, key, value):
+            self._items[key] = value
+
+        def __delitem__(self, key):
+            del self._items[key]
+
+        def __iter__(self):
+            return iter(self._items)
+
+        def __len__(self):
+            return len(self._items)
+
+
     class Shade(enum.Enum):  # docstring_parser's RenderingStyle, a parametrize value
         LIGHT = 1
         DARK = 2
@@ -3480,6 +3500,40 @@ def test_submodule():
 """
 
 
+PRODUCT_ABC_TESTS = """\
+import lib
+
+
+class Counted(lib.Store):  # a subclass of a product ABC: made in the product
+    def count(self):
+        return len(self)
+
+
+def test_product_abc():
+    assert Counted(a=1, b=2).count() == 2 and isinstance(Counted(), lib.Store)
+"""
+ABC_TESTS = """\
+from abc import ABCMeta, abstractmethod
+
+import lib
+
+
+class Container(metaclass=ABCMeta):
+    @abstractmethod
+    def original(self):
+        pass
+
+
+class ItemStore(lib.Store, Container):  # furl's itemomdict1D(omdict1D, itemcontainer)
+    def original(self):
+        return dict(self)
+
+
+def test_abc_mixin():
+    assert ItemStore(a=1).original() == {"a": 1}
+"""
+
+
 def faithful_tree(root: Path) -> Path:
     for sub in ("lib", "tests", "data"):
         (root / sub).mkdir(parents=True)
@@ -3506,6 +3560,8 @@ def faithful_tree(root: Path) -> Path:
     (root / "renamed" / "_version.py").write_text('__version__ = "2.1"\n')
     (root / "renamed" / "sub.py").write_text("def triple(x):\n    return 3 * x\n")
     (root / "tests" / "test_renamed.py").write_text(RENAMED_TESTS)
+    (root / "tests" / "test_abc.py").write_text(ABC_TESTS)
+    (root / "tests" / "test_product_abc.py").write_text(PRODUCT_ABC_TESTS)
     return root
 
 
@@ -3689,6 +3745,25 @@ def test_a_product_enum_member_or_function_names_its_parametrized_case(tmp_path:
         "param_ids[Shade.DARK-halve]": ("pass", "", "isolated"),
         "param_ids[Shade.LIGHT-1]": ("pass", "", "isolated"),
     }
+
+
+def test_a_test_class_on_a_product_abc_and_an_abc_of_its_own_is_refused_by_name(
+    tmp_path: Path,
+) -> None:
+    # The class that stands for a product class made by ABCMeta is an ABCMeta too: a
+    # class statement on it and on the test's own ABC found no metaclass for both
+    # (TypeError, the module did not import, every test NotRun with no reason). Now the
+    # statement reaches the subclassing, which names why it cannot make that class.
+    tree = faithful_tree(tmp_path)
+    got = run_faithful(tree, "product_abc", module="product_abc")
+    assert got == {"product_abc": ("pass", "", "isolated")}
+    got = run_faithful(tree, "abc_mixin", module="abc")
+    line = next(n for n, text in enumerate(ABC_TESTS.splitlines(), 1) if "furl's" in text)
+    assert got == {
+        "abc_mixin": ("pass", "", "in-process: the test module tests/test_abc.py does not "
+            "import isolated: IsolationRefused: the property's class ItemStore has a product "
+            f"class and Container of its own for bases (tests/test_abc.py:{line})"),
+    }  # fmt: skip
 
 
 def test_a_package_that_rebinds_its_own_name_imports_isolated(tmp_path: Path) -> None:

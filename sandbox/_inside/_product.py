@@ -275,7 +275,9 @@ def _plain_class(cls: type) -> list[Any] | None:
     classes of their own): the oracle makes a real class for it, the type of its instances
     there (h11's ``type(event) is Response``). ``named``: the class is the one its module
     holds under that name, so the oracle may take it for the same class in every
-    property's process; else only for this handle."""
+    property's process; else only for this handle. ``abstract``: made by ``ABCMeta`` (the
+    oracle's class for it is an ``ABCMeta`` too, so a test's class may derive from it and
+    from an ABC of the test's: furl's ``itemomdict1D(omdict1D, itemcontainer)``)."""
     if type(cls) not in (type, abc.ABCMeta) or issubclass(cls, BaseException):
         return None
     module = cls.__dict__.get("__module__")
@@ -289,7 +291,7 @@ def _plain_class(cls: type) -> list[Any] | None:
     for part in qualname.split("."):
         space: Any = getattr(found, "__dict__", None)  # no attribute hook of the product's
         found = space.get(part) if type(space) in (dict, types.MappingProxyType) else None
-    return [module[:200], qualname[:200], found is cls]
+    return [module[:200], qualname[:200], found is cls, type(cls) is abc.ABCMeta]
 
 
 def _in(tagged: list[Any]) -> Any:

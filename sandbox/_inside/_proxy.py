@@ -545,7 +545,7 @@ class _ClassView(type):
         mcls, name: str, bases: tuple[Any, ...], namespace: dict[str, Any], **kwds: Any
     ) -> Any:
         marked = tuple(
-            _base_marker(_VIEW_OF[b]) if type(b) is _ClassView else b for b in bases
+            _base_marker(_VIEW_OF[b]) if type(b) in _VIEW_TYPES else b for b in bases
         )  # fmt: skip
         return _subclass_in_product(name, marked, namespace, kwds)
 
@@ -588,6 +588,15 @@ class _ClassView(type):
         return dir(_VIEW_OF[cls])
 
 
+class _AbstractClassView(_ClassView, abc.ABCMeta):
+    """The metaclass of the class that stands for a product class made by ``ABCMeta``: a
+    class statement deriving from it and from an ABC of the test's finds one metaclass
+    for both, as in one process (furl's ``itemomdict1D(omdict1D, itemcontainer)``: a
+    metaclass conflict, and the module did not import). What it answers is
+    ``_ClassView``'s: the product class's."""
+
+
+_VIEW_TYPES = (_ClassView, _AbstractClassView)
 _VIEW_OF: dict[type, Handle] = {}
 """A class that stands for a product class here -> the product class's handle."""
 _CLASS_VIEWS: dict[tuple[type, int], type] = {}
@@ -601,7 +610,9 @@ _OWN_MRO = type.__dict__["__mro__"].__get__
 an ABC's ``__subclasshook__``), so the oracle's own code reads them with these."""
 
 
-def _class_view(handle_type: type, number: int, qualname: str, module: str = "") -> type:
+def _class_view(
+    handle_type: type, number: int, qualname: str, module: str = "", abstract: bool = False
+) -> type:
     found = _CLASS_VIEWS.get((handle_type, number))
     if found is None:
         klass = _handle(number, "type", True, "class")
@@ -610,7 +621,10 @@ def _class_view(handle_type: type, number: int, qualname: str, module: str = "")
         if module:
             namespace["__module__"] = module
         found = type.__new__(
-            _ClassView, name if name.isidentifier() else "Handle", (handle_type,), namespace
+            _AbstractClassView if abstract else _ClassView,
+            name if name.isidentifier() else "Handle",
+            (handle_type,),
+            namespace,
         )
         _VIEW_OF[found] = klass
         if not hasattr(builtins, name):  # never a built-in's name ('int', 'str')
@@ -625,19 +639,21 @@ def _product_class(number: int, facts: Any) -> type | None:
     None when ``facts`` are not ``[module, qualname, named]``."""
     if (
         type(facts) is not list
-        or len(facts) != 3
+        or len(facts) not in (3, 4)
         or type(facts[0]) is not str
         or type(facts[1]) is not str
         or type(facts[2]) is not bool
+        or type(facts[-1]) is not bool
         or not all(part.isidentifier() for part in facts[0].split("."))
         or not all(part.isidentifier() or part == "<locals>" for part in facts[1].split("."))
     ):
         return None  # names only: what pickle imports by them here
-    module, qualname, named = facts
+    module, qualname, named = facts[:3]
+    abstract = len(facts) == 4 and facts[3] is True
     key: Any = (module, qualname) if named else number
     found = _PRODUCT_CLASSES.get(key)
     if found is None:
-        found = _class_view(Handle, number, qualname, module)
+        found = _class_view(Handle, number, qualname, module, abstract)
         _PRODUCT_CLASSES[key] = found
         return found
     kept = object.__getattribute__(_VIEW_OF[found], "_pw_id")
@@ -645,7 +661,7 @@ def _product_class(number: int, facts: Any) -> type | None:
         if _live_number(kept):
             # Two classes alive under one name (the product bound a new one to it): this
             # one is not the class the test holds.
-            return _class_view(Handle, number, qualname, module)
+            return _class_view(Handle, number, qualname, module, abstract)
         # Read during an earlier property, whose process is gone: this property's process
         # gave the same class out again (as for a module: _proxy_module).
         _MOVED[kept] = number
@@ -824,7 +840,7 @@ def _subclass_in_product(
             items.append([key, "value", value])
     made = _link().request("subclass", [name, product_bases, items, kwds, anchored])
     if anchored:
-        if type(made) is _ClassView:
+        if type(made) in _VIEW_TYPES:
             # Its instances are the anchor's (below), and Python requires a class statement
             # whose methods name __class__ to give the class that cell holds, or no class.
             made = _VIEW_OF[made]
@@ -909,7 +925,7 @@ def _handle(
         if kind[:9] == "anchored:" and kind[9:].isdigit():
             cls = _ANCHORS.get(int(kind[9:]), Handle)
         # (a class standing for a product class answers ``__new__`` with the product's)
-        found = object.__new__(cls) if type(cls) is _ClassView else cls.__new__(cls)  # type: ignore[arg-type]
+        found = object.__new__(cls) if type(cls) in _VIEW_TYPES else cls.__new__(cls)  # type: ignore[arg-type]
         object.__setattr__(found, "_pw_id", number)
         object.__setattr__(found, "_pw_type", typename)
         object.__setattr__(found, "_pw_callable", is_callable)
@@ -1217,7 +1233,7 @@ class Handle:
                     # looks for docstrings only in what isclass says is one: ordered-set's
                     # --doctest-modules); what only a real type can do still meets a handle.
                     return type
-                if type(type(self)) is _ClassView:
+                if type(type(self)) in _VIEW_TYPES:
                     return type(self)  # an instance of a plain product class: its class
                 klass = _CLASS_OF.get(object.__getattribute__(self, "_pw_id"))
                 if klass is not None and kind in _CLASSED:
@@ -1531,7 +1547,7 @@ def _send(obj: Any) -> Any:
 
 
 def _tagged(obj: Any) -> Any:
-    if type(obj) is _ClassView:
+    if type(obj) in _VIEW_TYPES:
         obj = _VIEW_OF[obj]  # a class standing for a product class: the class itself
     if type(obj) in HANDLE_TYPES:
         return ["h", object.__getattribute__(obj, "_pw_id")]
@@ -1654,7 +1670,7 @@ def _number_of(value: Any) -> int | None:
         return object.__getattribute__(value, "_pw_id")  # type: ignore[no-any-return]
     if kind is int:
         return None
-    if kind is _ClassView:
+    if kind in _VIEW_TYPES:
         return object.__getattribute__(_VIEW_OF[value], "_pw_id")  # type: ignore[no-any-return]
     if kind is ProxyModule:
         return _module_dict(value).get("__pw_handle__")  # type: ignore[no-any-return]
