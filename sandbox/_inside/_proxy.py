@@ -925,7 +925,7 @@ def _handle(
         if kind[:9] == "anchored:" and kind[9:].isdigit():
             cls = _ANCHORS.get(int(kind[9:]), Handle)
         # (a class standing for a product class answers ``__new__`` with the product's)
-        found = object.__new__(cls) if type(cls) in _VIEW_TYPES else cls.__new__(cls)  # type: ignore[arg-type]
+        found = object.__new__(cls) if type(cls) in _VIEW_TYPES else cls.__new__(cls)
         object.__setattr__(found, "_pw_id", number)
         object.__setattr__(found, "_pw_type", typename)
         object.__setattr__(found, "_pw_callable", is_callable)
