@@ -806,13 +806,18 @@ def _subclass_in_product(
 ) -> Any:
     product_bases = []
     for base in bases:
-        if type(base) is not _Subclassing:
+        if type(base) is _Subclassing:
+            product_bases.append(base.__dict__["_pw_base"])
+        elif isinstance(base, type) and _sendable_class(base):
+            # A plain class of the test's beside the product's (furl's itemcontainer, an
+            # ABC mixin): made in the product too, once, its methods the test's code.
+            product_bases.append(_twin(base, name))
+        else:
             label = getattr(base, "__qualname__", None) or type(base).__name__
             raise _refuse(
                 f"the property's class {name} has a product class and {str(label)[:80]} "
                 "of its own for bases"
             )
-        product_bases.append(base.__dict__["_pw_base"])
     anchored = "__classcell__" in namespace
     if anchored and any(
         "__class__" in getattr(getattr(value, "__func__", value), "__code__", _NO_CODE).co_freevars
@@ -849,6 +854,54 @@ def _subclass_in_product(
 
 
 _NO_CODE = (lambda: None).__code__
+_TWINS: dict[type, Any] = {}
+"""A plain class of the test's -> the product class made for it (``_twin``)."""
+_TWIN_SKIP = frozenset(
+    {"__dict__", "__weakref__", "__abstractmethods__", "_abc_impl", "__orig_bases__",
+     "__parameters__", "__static_attributes__", "__firstlineno__"}
+)  # fmt: skip
+"""What Python (or ABCMeta) put in a class's namespace itself: the product's class statement
+makes its own."""
+
+
+def _twin(cls: type, user: str) -> Any:
+    """The product class standing for the test's plain class ``cls`` as a base of a product
+    subclass (``class ItemStore(Store, Container)``): made there by the class statement
+    ``cls`` was made by (its name, its bases made there the same way, its namespace, its
+    metaclass ``ABCMeta`` if it had one), its methods the test's code, called back. In the
+    oracle ``cls`` stays itself: an instance of the product subclass is not an instance of
+    it here (``isinstance(x, Container)`` is false, true in one process)."""
+    found = _TWINS.get(cls)
+    if found is not None:
+        return found
+    marked: list[Any] = []
+    for base in cls.__bases__:
+        if base is object:
+            continue
+        if type(base) in _VIEW_TYPES:
+            marked.append(_base_marker(_VIEW_OF[base]))
+        elif _sendable_class(base):
+            marked.append(_base_marker(_twin(base, user)))
+        else:
+            raise _refuse(
+                f"the property's class {user} has a product class and "
+                f"{str(base.__qualname__)[:80]} of its own for bases"
+            )
+    namespace = {k: v for k, v in vars(cls).items() if k not in _TWIN_SKIP}
+    for value in namespace.values():
+        code = getattr(getattr(value, "__func__", value), "__code__", _NO_CODE)
+        if "__class__" in code.co_freevars:
+            raise _refuse(
+                f"the property's class {user} has a base of its own, {cls.__qualname__[:80]}, "
+                "whose methods use super() or __class__"
+            )
+    kwds: dict[str, Any] = {"metaclass": abc.ABCMeta} if type(cls) is abc.ABCMeta else {}
+    made = _subclass_in_product(cls.__name__, tuple(marked), namespace, kwds)
+    found = _VIEW_OF[made] if type(made) in _VIEW_TYPES else made
+    _TWINS[cls] = found
+    return found
+
+
 _IMPLICIT_CLASSMETHODS = frozenset({"__new__", "__init_subclass__", "__class_getitem__"})
 _ANCHORS: dict[int, type] = {}
 """A product class made by a test's class statement whose methods call ``super()`` (its
