@@ -205,6 +205,25 @@ PROJECTS: tuple[Project, ...] = (
         "480c2ed180878955863323eea31b0ede668795de182617fef9c6ca09e6ec9d0e",
         style="JSON fixture files read by the tests, nested dicts and lists handed to the product",
     ),
+    Project(
+        "docstring_parser",
+        "0.18.0",
+        "292510982205c12b1248696f44959db3cdd1740237a968ea1e2e7a900eeb2015",
+        style="tests inside the package, parametrize, enums, the product reading tests' docstrings",
+    ),
+    Project(
+        "furl",
+        "2.1.4",
+        "877657501266c929269739fb5f5980534a41abd6bbabcb367c136d1d3b2a6015",
+        test_requires=("six>=1.8.0", "orderedmultidict>=1.0.1"),  # setup.py install_requires
+        style="unittest classes, URL objects mutated in place, operators, warnings, mock.patch",
+    ),
+    Project(
+        "boolean.py",
+        "5.0",
+        "60cbc4bad079753721d32649545505362c754e121570ada4658b852a3a318d95",
+        style="a test module inside the package, operators, product classes subclassed, doctests",
+    ),
 )
 
 SPARES: tuple[Project, ...] = (
