@@ -52,6 +52,9 @@ WIRE_DEPTH = 64
 """Deepest nesting of containers that crosses by value; deeper is a handle (or refused)."""
 WIRE_INT_DIGITS = 4000
 """Larger ints cross as hex text (the JSON reader refuses more than 4300 decimal digits)."""
+_WIRE_INT_BOUND = 10**WIRE_INT_DIGITS
+"""Computed once: ``10**4000`` at every int sent was most of the wire's cost of a tuple of
+ints (384 µs for eight)."""
 
 
 SAME_MAX_CHARS = 4096
@@ -439,7 +442,7 @@ def encode(
     if value is None or kind is bool or kind is str:
         return value
     if kind is int:
-        if -(10**WIRE_INT_DIGITS) < value < 10**WIRE_INT_DIGITS:
+        if -_WIRE_INT_BOUND < value < _WIRE_INT_BOUND:
             return value
         return ["bigint", format(value, "x")]
     if kind is float:
