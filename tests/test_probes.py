@@ -19,7 +19,7 @@ from patchwarden.scorer.checks._check_probes import new_probes
 
 PRODUCT = textwrap.dedent(
     """
-    import json, os, pathlib, sys, tempfile, time, traceback
+    import datetime, json, os, pathlib, posix, sys, tempfile, time, traceback
 
 
     def honest(n):
@@ -40,7 +40,18 @@ PRODUCT = textwrap.dedent(
         os.environ.get("H" + "OME")
         traceback.format_stack()
         import resource
-        return n + 1 + 0 * started
+        return n + 1 + 0 * started + len(more_spellings())
+
+
+    def more_spellings():
+        today = datetime.date.today(), datetime.datetime.now()
+        posix.environ.get(b"PATH"), os.getenv("USER"), "TERM" in os.environ
+        os.path.isdir("/etc"), time.monotonic_ns()
+        try:
+            pathlib.Path("/sys").stat()
+        except OSError:  # no /sys in the sandbox: probed all the same
+            pass
+        return ()
     """
 )
 PROPS = textwrap.dedent(
@@ -75,9 +86,9 @@ def test_the_product_process_records_what_product_code_probes_and_nothing_honest
     run = run_properties(tmp_path, targets, 3, SandboxConfig(), limits=limits)
     assert [(r.status, r.isolation) for r in run.records] == [("pass", "isolated")] * 2
 
-    def at(fragment: str) -> str:
+    def at(fragment: str, function: str = "probing") -> str:
         number = next(n for n, text in enumerate(PRODUCT.splitlines(), 1) if fragment in text)
-        return f"from shop/__init__.py:{number} (probing)"
+        return f"from shop/__init__.py:{number} ({function})"
 
     assert sorted(run.probes) == sorted(
         [
@@ -90,6 +101,14 @@ def test_the_product_process_records_what_product_code_probes_and_nothing_honest
             f"os.environ HOME {at('OME')}",
             f"frame sys._getframe {at('format_stack')}",
             f"import resource {at('import resource')}",
+            f"date.today {at('date.today', 'more_spellings')}",
+            f"datetime.now {at('date.today', 'more_spellings')}",
+            f"os.environ {at('posix.environ', 'more_spellings')}",
+            f"os.environ USER {at('posix.environ', 'more_spellings')}",
+            f"os.environ TERM {at('posix.environ', 'more_spellings')}",
+            f"os.path.Path.stat /sys {at('/sys', 'more_spellings')}",
+            f"os.path.isdir /etc {at('/etc', 'more_spellings')}",
+            f"time.monotonic_ns {at('/etc', 'more_spellings')}",
         ]
     )
 

@@ -106,6 +106,7 @@ def arm_probes(fd: int, tree: str, library: tuple[str, ...]) -> None:
     git_prefix = tree_prefix + ".git"
     getframe, write, getcwd, normpath = sys._getframe, os.write, os.getcwd, posixpath.normpath
     str_, bytes_, type_, id_, isinstance_ = str, bytes, type, id, isinstance
+    builtin_ = type(len)
     suppress = contextlib.suppress
     written: set[str] = set()
 
@@ -264,73 +265,98 @@ def arm_probes(fd: int, tree: str, library: tuple[str, ...]) -> None:
                 record("import", args[0], frame)
 
     # -- the profile function: calls with no audit event -----------------------------------
+    # It runs at every call and return of product code (docs/design/isolated-oracle.md,
+    # "Probes", its cost), so its common path is one dict lookup or four identity checks,
+    # and no call that raises an audit event (``id()``, ``frame.f_code``: each a call of the
+    # audit hook above). A C function called is looked up by itself: a builtin's hash and
+    # equality are its ``__self__`` and its C function, compared by address, so no product
+    # code runs, and a method bound at each read (``datetime.now``, a method of
+    # ``posix.environ``) equals the one bound here. A Python function is looked up by its
+    # code only when its module is one of the few that hold a watched one (``f_globals``).
     posix = sys.modules[os.name]
     watched = {
-        **{id_(getattr(time, name)): f"time.{name}" for name in CLOCKS if hasattr(time, name)},
-        **{id_(getattr(posix, n)): f"os.{n}" for n in IDENTITY if hasattr(posix, n)},
-        **{id_(getattr(posix, n)): f"os.{n}" for n in FORK_HOOKS if hasattr(posix, n)},
-        id_(sys.getprofile): "sys.getprofile",
-        id_(threading.getprofile): "threading.getprofile",
-        id_(sys.gettrace): "sys.gettrace",
-        id_(sys.getallocatedblocks): "sys.getallocatedblocks",
+        **{getattr(time, name): f"time.{name}" for name in CLOCKS if hasattr(time, name)},
+        **{getattr(posix, n): f"os.{n}" for n in IDENTITY if hasattr(posix, n)},
+        **{getattr(posix, n): f"os.{n}" for n in FORK_HOOKS if hasattr(posix, n)},
+        sys.getprofile: "sys.getprofile",
+        threading.getprofile: "threading.getprofile",
+        sys.gettrace: "sys.gettrace",
+        sys.getallocatedblocks: "sys.getallocatedblocks",
+        datetime.datetime.now: "datetime.now",
+        datetime.datetime.utcnow: "datetime.utcnow",
+        datetime.datetime.today: "datetime.today",
+        datetime.date.today: "date.today",
     }
-    methods = {  # builtin methods bound to a class at each read: (class, name)
-        (id_(datetime.datetime), "now"): "datetime.now",
-        (id_(datetime.datetime), "utcnow"): "datetime.utcnow",
-        (id_(datetime.datetime), "today"): "datetime.today",
-        (id_(datetime.date), "today"): "date.today",
+    for name in dir(posix.environ):
+        method = getattr(posix.environ, name)
+        if type_(method) is builtin_ and method.__self__ is posix.environ:
+            watched.setdefault(method, "os.environ")
+    watched_get = watched.get
+    codes = {
+        id_(type(os.environ).__getitem__.__code__): ("environ", "key"),
+        id_(type(os.environ).__contains__.__code__): ("environ", "key"),
+        id_(type(os.environ).__iter__.__code__): ("environ", ""),
+        id_(os.getenv.__code__): ("environ", "key"),
     }
-    watched_selves = frozenset(key[0] for key in methods) | {id_(posix.environ)}
-    environ_codes = {
-        id_(type(os.environ).__getitem__.__code__): "key",
-        id_(type(os.environ).__contains__.__code__): "key",
-        id_(type(os.environ).__iter__.__code__): "",
-        id_(os.getenv.__code__): "key",
-    }
-    path_codes = {
-        id_(getattr(genericpath, name).__code__): name
+    codes |= {
+        id_(getattr(genericpath, name).__code__): ("path", name)
         for name in PATH_CHECKS
         if hasattr(genericpath, name)
     }
-    path_codes |= {
-        id_(posixpath.lexists.__code__): "lexists",
-        id_(posixpath.islink.__code__): "islink",
-        id_(posixpath.ismount.__code__): "ismount",
-        id_(pathlib.Path.stat.__code__): "Path.stat",
+    codes |= {
+        id_(posixpath.lexists.__code__): ("path", "lexists"),
+        id_(posixpath.islink.__code__): ("path", "islink"),
+        id_(posixpath.ismount.__code__): ("path", "ismount"),
+        id_(pathlib.Path.stat.__code__): ("path", "Path.stat"),
     }
+    codes_get = codes.get
+    homes: list[dict] = []  # the globals of the modules those functions are of
+    for function in (
+        type(os.environ).__getitem__,
+        os.getenv,
+        posixpath.lexists,
+        pathlib.Path.stat,
+        *(getattr(genericpath, name) for name in PATH_CHECKS if hasattr(genericpath, name)),
+    ):
+        if not any(home is function.__globals__ for home in homes):
+            homes.append(function.__globals__)
+    if len(homes) > 4:
+        raise RuntimeError(f"watched functions of {len(homes)} modules: the profile checks 4")
+    home_a, home_b, home_c, home_d = (homes + homes[-1:] * 4)[:4]
 
     def profile(frame, event, arg):
         try:
             if event == "c_call":
-                name = watched.get(id_(arg))
-                if name is None:
-                    owner = getattr(arg, "__self__", None)
-                    if id_(owner) not in watched_selves:
-                        return
-                    if owner is posix.environ:
-                        name = "os.environ"
-                    else:
-                        name = methods.get((id_(owner), getattr(arg, "__name__", "")))
-                        if name is None:
-                            return
-                if in_tree(frame):
+                name = watched_get(arg)
+                if name is not None and in_tree(frame):
                     record(name, "", frame)
             elif event == "call":
-                code = id_(frame.f_code)
-                if code in environ_codes:
+                home = frame.f_globals
+                if (
+                    home is not home_a
+                    and home is not home_b
+                    and home is not home_c
+                    and home is not home_d
+                ):
+                    return  # most calls: product code's own
+                kind = codes_get(id_(frame.f_code))
+                if kind is None:
+                    return
+                if kind[0] == "environ":
                     caller = direct(frame.f_back, ENVIRON_HELPERS)
                     if caller is not None:
-                        key = frame.f_locals.get(environ_codes[code], "*")
+                        key = frame.f_locals.get(kind[1], "*") if kind[1] else "*"
                         if isinstance_(key, bytes_):
                             key = key.decode("utf-8", "replace")
                         record("os.environ", key if isinstance_(key, str_) else "*", caller)
-                elif code in path_codes:
+                else:
                     caller = nearest(frame.f_back, True)
                     if caller is not None:
                         local = frame.f_locals
-                        target = path_target(local.get("path", local.get("self", local.get("s"))))
+                        path = local.get("path", local.get("self", local.get("s")))
+                        target = path_target(path)
                         if target is not None:
-                            record(f"os.path.{path_codes[code]}", target, caller)
+                            record(f"os.path.{kind[1]}", target, caller)
         except Exception:
             return  # an error here would unset the profile function: never let one out
 
