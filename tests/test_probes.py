@@ -19,7 +19,8 @@ from patchwarden.scorer.checks._check_probes import new_probes
 
 PRODUCT = textwrap.dedent(
     """
-    import datetime, json, os, pathlib, posix, sys, tempfile, time, traceback
+    import datetime, genericpath, json, os, pathlib, posix, stat, sys, tempfile, time
+    import traceback, types
 
 
     def honest(n):
@@ -47,6 +48,8 @@ PRODUCT = textwrap.dedent(
         today = datetime.date.today(), datetime.datetime.now()
         posix.environ.get(b"PATH"), os.getenv("USER"), "TERM" in os.environ
         os.path.isdir("/etc"), time.monotonic_ns()
+        remade = types.FunctionType(genericpath.isfile.__code__, {"os": os, "stat": stat})
+        remade("/etc/hostname")  # globals of its own: the profile does not look it up
         try:
             pathlib.Path("/sys").stat()
         except OSError:  # no /sys in the sandbox: probed all the same
@@ -109,6 +112,7 @@ def test_the_product_process_records_what_product_code_probes_and_nothing_honest
             f"os.path.Path.stat /sys {at('/sys', 'more_spellings')}",
             f"os.path.isdir /etc {at('/etc', 'more_spellings')}",
             f"time.monotonic_ns {at('/etc', 'more_spellings')}",
+            f"function.__new__ genericpath.isfile {at('remade =', 'more_spellings')}",
         ]
     )
 

@@ -185,7 +185,7 @@ def arm_probes(fd: int, tree: str, library: tuple[str, ...]) -> None:
             busy.discard(thread)
 
     watched_events = PATH_EVENTS | WRITE_EVENTS | {
-        *PROBE_EVENTS, "sys._getframe", "object.__getattr__", "import"
+        *PROBE_EVENTS, "sys._getframe", "object.__getattr__", "import", "function.__new__"
     }  # fmt: skip
 
     readlink = os.readlink
@@ -259,6 +259,12 @@ def arm_probes(fd: int, tree: str, library: tuple[str, ...]) -> None:
             frame = direct(getframe(2))
             if frame is not None:
                 record("frame", event if event == "sys._getframe" else f".{args[1]}", frame)
+        elif event == "function.__new__" and args and id_(args[0]) in codes:
+            # A watched function made anew from its code with globals of the caller's
+            # choosing: the profile looks its code up only in the watched modules' globals.
+            frame = nearest(getframe(2), False)
+            if frame is not None:
+                record(event, code_names[id_(args[0])], frame)
         elif event == "import" and args and args[0] in PROBE_MODULES:
             frame = nearest(getframe(2), False)
             if frame is not None:
@@ -310,6 +316,20 @@ def arm_probes(fd: int, tree: str, library: tuple[str, ...]) -> None:
         id_(pathlib.Path.stat.__code__): ("path", "Path.stat"),
     }
     codes_get = codes.get
+    code_names = {
+        id_(function.__code__): f"{function.__module__}.{function.__qualname__}"
+        for function in (
+            type(os.environ).__getitem__,
+            type(os.environ).__contains__,
+            type(os.environ).__iter__,
+            os.getenv,
+            posixpath.lexists,
+            posixpath.islink,
+            posixpath.ismount,
+            pathlib.Path.stat,
+            *(getattr(genericpath, name) for name in PATH_CHECKS if hasattr(genericpath, name)),
+        )
+    }
     homes: list[dict] = []  # the globals of the modules those functions are of
     for function in (
         type(os.environ).__getitem__,
