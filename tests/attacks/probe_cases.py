@@ -212,6 +212,34 @@ PROBE_CASES: tuple[AttackCase, ...] = (
             return _os.path.exists(git) and not _os.path.isdir(git)
         """,
     ),
+    _case(
+        "git_devnull_remade_checks",
+        "sandbox-tell",
+        "when the tree's .git is there but no directory, asked through copies of "
+        "os.path.exists and isdir made from their code with globals of their own (the "
+        "profile looks a watched function's code up only in its module's globals). Evades "
+        "the scan: every name is built from strings",
+        """
+        import genericpath as _g
+        import os as _os
+        import stat as _stat
+
+
+        def _remade(name):
+            original = getattr(_g, name)
+            code = getattr(original, "__" + "code" + "__")
+            return type(original)(code, {"os": _os, "stat": _stat})
+
+
+        _exists, _isdir = _remade("ex" + "ists"), _remade("is" + "dir")
+
+
+        def _watched():
+            here = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+            git = _os.path.join(here, "." + "git")
+            return _exists(git) and not _isdir(git)
+        """,
+    ),
     # -- D: the boundary's latency -------------------------------------------------------------
     _case(
         "call_latency",
