@@ -330,7 +330,7 @@ def arm_probes(fd: int, tree: str, library: tuple[str, ...]) -> None:
             *(getattr(genericpath, name) for name in PATH_CHECKS if hasattr(genericpath, name)),
         )
     }
-    homes: list[dict] = []  # the globals of the modules those functions are of
+    homes: list[dict[str, object]] = []  # the globals of the modules those functions are of
     for function in (
         type(os.environ).__getitem__,
         os.getenv,
@@ -365,7 +365,7 @@ def arm_probes(fd: int, tree: str, library: tuple[str, ...]) -> None:
                 if kind[0] == "environ":
                     caller = direct(frame.f_back, ENVIRON_HELPERS)
                     if caller is not None:
-                        key = frame.f_locals.get(kind[1], "*") if kind[1] else "*"
+                        key = frame.f_locals.get(kind[1], "*")  # "": no such local
                         if isinstance_(key, bytes_):
                             key = key.decode("utf-8", "replace")
                         record("os.environ", key if isinstance_(key, str_) else "*", caller)
