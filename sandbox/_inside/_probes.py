@@ -298,46 +298,24 @@ def arm_probes(fd: int, tree: str, library: tuple[str, ...]) -> None:
         if type_(method) is builtin_ and method.__self__ is posix.environ:
             watched.setdefault(method, "os.environ")
     watched_get = watched.get
-    codes = {
-        id_(type(os.environ).__getitem__.__code__): ("environ", "key"),
-        id_(type(os.environ).__contains__.__code__): ("environ", "key"),
-        id_(type(os.environ).__iter__.__code__): ("environ", ""),
-        id_(os.getenv.__code__): ("environ", "key"),
-    }
-    codes |= {
-        id_(getattr(genericpath, name).__code__): ("path", name)
-        for name in PATH_CHECKS
-        if hasattr(genericpath, name)
-    }
-    codes |= {
-        id_(posixpath.lexists.__code__): ("path", "lexists"),
-        id_(posixpath.islink.__code__): ("path", "islink"),
-        id_(posixpath.ismount.__code__): ("path", "ismount"),
-        id_(pathlib.Path.stat.__code__): ("path", "Path.stat"),
-    }
+    # The watched Python functions, one row each: the function, what its call reads
+    # ("environ" and the local holding the key, or "path" and the check's name). ``in``
+    # is ``Mapping.__contains__``, which reads ``__getitem__``: that read is the probe.
+    functions = [
+        (type(os.environ).__getitem__, "environ", "key"),
+        (type(os.environ).__iter__, "environ", ""),
+        (os.getenv, "environ", "key"),
+        (posixpath.lexists, "path", "lexists"),
+        (posixpath.islink, "path", "islink"),
+        (posixpath.ismount, "path", "ismount"),
+        (pathlib.Path.stat, "path", "Path.stat"),
+        *((getattr(genericpath, n), "path", n) for n in PATH_CHECKS if hasattr(genericpath, n)),
+    ]
+    codes = {id_(f.__code__): (kind, detail) for f, kind, detail in functions}
     codes_get = codes.get
-    code_names = {
-        id_(function.__code__): f"{function.__module__}.{function.__qualname__}"
-        for function in (
-            type(os.environ).__getitem__,
-            type(os.environ).__contains__,
-            type(os.environ).__iter__,
-            os.getenv,
-            posixpath.lexists,
-            posixpath.islink,
-            posixpath.ismount,
-            pathlib.Path.stat,
-            *(getattr(genericpath, name) for name in PATH_CHECKS if hasattr(genericpath, name)),
-        )
-    }
+    code_names = {id_(f.__code__): f"{f.__module__}.{f.__qualname__}" for f, _, _ in functions}
     homes: list[dict[str, object]] = []  # the globals of the modules those functions are of
-    for function in (
-        type(os.environ).__getitem__,
-        os.getenv,
-        posixpath.lexists,
-        pathlib.Path.stat,
-        *(getattr(genericpath, name) for name in PATH_CHECKS if hasattr(genericpath, name)),
-    ):
+    for function, _, _ in functions:
         if not any(home is function.__globals__ for home in homes):
             homes.append(function.__globals__)
     if len(homes) > 4:
