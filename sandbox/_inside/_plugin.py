@@ -67,6 +67,7 @@ class Reporter:
         self.by_location = {(path, name): prop for prop, path, name in self.canaries}
         self.outcomes = {}  # scorer: prop -> (status, witness, duration); agent: node id -> ...
         self.started = {}
+        self.spent = {}  # scorer: prop -> {node id: seconds since it started}
         self.raised = {}  # prop -> witness of what the test function itself raised
         self.seen_tampered = set()
         self.module_globals = {}  # property module name -> (module, {global: value})
@@ -290,12 +291,14 @@ class Reporter:
             # the test and its report changed the outcome.
             self.tampered.append(f"the report of {prop} said passed after the test raised")
             status, witness = "fail", self.raised[prop]
-        duration = round(_monotonic() - self.started.get(item.nodeid, _monotonic()), 6)
+        # A property's time: each of its items' (the cases of a parametrized test) from
+        # its start to its last report (a test's subtests report more than once each).
+        spent = self.spent.setdefault(prop, {})
+        spent[item.nodeid] = _monotonic() - self.started.get(item.nodeid, _monotonic())
+        duration = round(sum(spent.values()), 6)
         previous = self.outcomes.get(prop)
-        if previous is not None:
-            duration = round(previous[2] + duration, 6)
-            if previous[0] == "fail":
-                status, witness = previous[0], previous[1]
+        if previous is not None and previous[0] == "fail":
+            status, witness = previous[0], previous[1]
         self.outcomes[prop] = (status, witness, duration)
 
     @pytest.hookimpl(trylast=True)
