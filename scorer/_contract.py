@@ -305,7 +305,8 @@ def contract_skeleton(
 
 def property_id(test: str, index: int, prefix: str = "prop") -> str:
     parts = test.split("::")[1:] or [test]
-    parts[-1] = parts[-1].split("[", 1)[0].removeprefix("test_")
+    name, _, case = parts[-1].partition("[")  # a parametrized case: its id joins the name
+    parts[-1] = "_".join(filter(None, (name.removeprefix("test_"), case.removesuffix("]"))))
     name = "_".join(parts) if prefix != "prop" else parts[-1]
     name = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name).strip("_")
     return f"{prefix}.{name or index + 1}"

@@ -636,8 +636,8 @@ def _run_both(
                 [],
             )
         not_collected = [(node, collection_cause(text)) for node, text in collected.errors]
-        functions = [n.split("[", 1)[0] for n in collected.node_ids or []]
-        candidates = list(dict.fromkeys([*functions, *tests, *guard_ids]))
+        cases = tests_of(collected.node_ids or [], collected.unordered)
+        candidates = list(dict.fromkeys([*cases, *tests, *guard_ids]))
         if not candidates:
             broken = "; ".join(f"{node}: {why}" for node, why in not_collected)
             return (
@@ -772,16 +772,29 @@ def _properties(
     return props
 
 
+def tests_of(node_ids: Sequence[str], unordered: Sequence[str]) -> list[str]:
+    """The tests a task tries, test by test as the project's own pytest counts them: each
+    parametrized case is one (a fix may mend some cases of a test and not others), but the
+    cases of a test named by their place in a set (``[expected0]``: each run's hash seed
+    orders the set) are one test, its function."""
+    functions = set(unordered)
+    found = [
+        node.split("[", 1)[0] if node.split("[", 1)[0] in functions else node for node in node_ids
+    ]
+    return list(dict.fromkeys(found))
+
+
 def oracle_text(test: str, doc: str = "") -> str:
     """What a test checks, for its property's ``oracle``: its name in words (``test_`` and
     ``Test`` dropped, a class and its method joined by a colon) and its docstring's summary:
     ``reversed range matches nothing: A reversed range is a null pattern.``"""
     words = []
+    test, bracket, case = test.partition("[")  # a parametrized case: its id after the name
     for part in test.split("::")[1:]:
         name = re.sub(r"^(test_?|Test)", "", part) or part
         name = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ")
         words.append(" ".join(name.split()).lower())
-    text = ": ".join(w for w in words if w) or test
+    text = (": ".join(w for w in words if w) or test) + (f" [{case}" if bracket else "")
     return f"{text}: {doc}" if doc else text
 
 
@@ -792,7 +805,7 @@ def docstrings_of(read: Callable[[str], bytes | None], tests: Sequence[str]) -> 
     found: dict[str, str] = {}
     parsed: dict[str, ast.Module | None] = {}
     for test in tests:
-        path, *names = test.split("::")
+        path, *names = test.split("[", 1)[0].split("::")  # a case: its function's docstring
         if path not in parsed:
             data = read(path)
             try:

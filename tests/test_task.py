@@ -17,7 +17,8 @@ import git
 import pytest
 
 from patchwarden.scorer import TestResult, read_testpaths
-from patchwarden.scorer._task import is_test_path, roots_of_tests
+from patchwarden.scorer._contract import property_id
+from patchwarden.scorer._task import is_test_path, oracle_text, roots_of_tests, tests_of
 from tests._git_repos import GIT_ENV, commit, init_repo, operator_config, patchwarden
 
 PYPROJECT = '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["."]\n'
@@ -228,10 +229,15 @@ def test_task_from_a_fix_that_rewrites_the_test_of_the_old_behaviour(
     assert done.returncode == 0, done.stdout + done.stderr
     task = json.loads(done.stdout)
     assert task["name"] == "brackets"
+    # Test by test, as pytest counts them: each parametrized case is a target of its own.
     assert [t["test"] for t in task["targets"]] == [
-        "tests/test_globber.py::test_reversed_range_matches_nothing"
+        "tests/test_globber.py::test_reversed_range_matches_nothing[z-a]",
+        "tests/test_globber.py::test_reversed_range_matches_nothing[9-0]",
     ]
-    assert [t["id"] for t in task["targets"]] == ["target.reversed_range_matches_nothing"]
+    assert [t["id"] for t in task["targets"]] == [
+        "target.reversed_range_matches_nothing_z_a",
+        "target.reversed_range_matches_nothing_9_0",
+    ]
     assert [g["id"] for g in task["guards"]] == ["guard.simple_range", "guard.digits"]
     assert task["excluded"] == []
     assert task["validation"] == {"reference": "accept", "empty": "reject"}
@@ -254,8 +260,8 @@ def test_task_from_a_fix_that_rewrites_the_test_of_the_old_behaviour(
     assert contract.splitlines()[0] == "# Written by `patchwarden task from-fix`."
     # Each property's oracle says what its test checks: its name and docstring.
     assert (
-        '  - id: "target.reversed_range_matches_nothing"\n'
-        '    oracle: "reversed range matches nothing: A reversed range is a pattern that '
+        '  - id: "target.reversed_range_matches_nothing_z_a"\n'
+        '    oracle: "reversed range matches nothing [z-a]: A reversed range is a pattern that '
         'matches no character."\n'
     ) in contract
     assert '  - id: "guard.simple_range"\n    oracle: "simple range"\n' in contract
@@ -444,9 +450,8 @@ def test_the_validated_hint_names_the_config_the_task_was_built_with(
 
 
 def test_a_property_oracle_says_what_its_test_checks() -> None:
-    from patchwarden.scorer._task import oracle_text
-
     assert oracle_text("t.py::test_reversed_range") == "reversed range"
+    assert oracle_text("t.py::test_range[z-a]", "Empty.") == "range [z-a]: Empty."
     assert oracle_text("t.py::TestParseDate::test_iso_week", "Weeks count from Monday.") == (
         "parse date: iso week: Weeks count from Monday."
     )
@@ -689,3 +694,27 @@ def test_a_task_without_target_names_what_excluded_the_tests_that_show_the_bug(
         "not run: prop.mocked: its setup failed: FixtureLookupError: fixture 'mocker' not "
         "found (tests/test_loop.py:12)"
     ) in check.stdout.splitlines()
+
+
+def test_a_task_tries_each_parametrized_case_but_those_a_set_orders() -> None:
+    """Test by test as pytest counts them: boltons' fix of ``namedtuple`` mends the
+    ``[namedtuple]`` case of a test parametrized over ``namedtuple`` and ``namedlist``, and
+    the function as one test failed on the reference. Cases named by their place in a set
+    stay one test (the hash seed of each run orders them)."""
+    nodes = [
+        "t/test_n.py::test_empty[namedtuple]",
+        "t/test_n.py::test_empty[namedlist]",
+        "t/test_n.py::test_year[1985-expected0]",
+        "t/test_n.py::test_year[1986-expected1]",
+        "t/test_n.py::TestX::test_plain",
+    ]
+    assert tests_of(nodes, ["t/test_n.py::test_year"]) == [
+        "t/test_n.py::test_empty[namedtuple]",
+        "t/test_n.py::test_empty[namedlist]",
+        "t/test_n.py::test_year",
+        "t/test_n.py::TestX::test_plain",
+    ]
+    assert property_id("t/test_n.py::test_empty[namedtuple]", 0, "target") == (
+        "target.empty_namedtuple"
+    )
+    assert property_id("t/test_n.py::TestX::test_plain", 4, "guard") == "guard.TestX_plain"
