@@ -20,7 +20,7 @@ from patchwarden.scorer.checks._check_probes import new_probes
 PRODUCT = textwrap.dedent(
     """
     import datetime, genericpath, json, os, pathlib, posix, stat, sys, tempfile, time
-    import traceback, types
+    import threading, traceback, types
 
 
     def honest(n):
@@ -50,6 +50,7 @@ PRODUCT = textwrap.dedent(
         os.path.isdir("/etc"), time.monotonic_ns()
         remade = types.FunctionType(genericpath.isfile.__code__, {"os": os, "stat": stat})
         remade("/etc/hostname")  # globals of its own: the profile does not look it up
+        threading.Thread(target=int).start()  # a thread counts while the process waits
         try:
             pathlib.Path("/sys").stat()
         except OSError:  # no /sys in the sandbox: probed all the same
@@ -113,6 +114,7 @@ def test_the_product_process_records_what_product_code_probes_and_nothing_honest
             f"os.path.isdir /etc {at('/etc', 'more_spellings')}",
             f"time.monotonic_ns {at('/etc', 'more_spellings')}",
             f"function.__new__ genericpath.isfile {at('remade =', 'more_spellings')}",
+            f"thread {at('threading.Thread', 'more_spellings')}",
         ]
     )
 
@@ -434,6 +436,7 @@ def test_what_the_import_leaves_open_to_every_property_is_a_probe(tmp_path: Path
         "descriptor pipe from <the import>",
         "shared-memory anonymous memory from <the import>",
         "thread 1 running besides the main one from <the import>",
+        "thread from shop/__init__.py:8 (<module>)",  # its start, where the import made it
     ]
 
 

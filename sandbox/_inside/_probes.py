@@ -13,7 +13,8 @@ attribute changes nothing they call):
   processes, frame and ``gc`` reads, the import of a module that only probes (``resource``,
   ``pwd``, ...), and anyone replacing the profile function below;
 - a profile function (``sys.setprofile``, the C hook every call passes): the clocks, the
-  process's identity (pid, uid, ...), the environment read through ``os.environ`` and
+  process's identity (pid, uid, ...), the start of a thread (a clock that reads no clock),
+  the environment read through ``os.environ`` and
   ``os.getenv``, path checks (``os.path.exists``, ...), and reads of the profile function
   itself. None of these raises an audit event, and a wrapper in their place would be a tell
   product code reads without any event (``type(time.perf_counter)``).
@@ -27,6 +28,7 @@ file relative to the tree, on its own descriptor, the moment it is made.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import os
 import sys
@@ -86,6 +88,10 @@ IDENTITY = (
     "stat", "lstat", "fstat", "access", "getcwd", "readlink", "get_terminal_size", "isatty",
     "ttyname", "getpgrp", "getsid",
 )  # fmt: skip
+THREAD_STARTS = ("start_new_thread", "start_new", "start_joinable_thread")
+"""``_thread``'s starts of a thread (``threading.Thread.start`` calls one): a probe wherever
+product code's call of it began, since a thread counting while the process waits is a clock
+that reads no clock (tests/attacks/probe_cases.py ``call_latency_thread_counter``)."""
 FORK_HOOKS = ("register_at_fork",)
 """Calls that run product code wherever the process forks: in the process the properties'
 processes are forked from, a hook would count the properties (docs/design/isolated-oracle.md,
@@ -293,6 +299,9 @@ def arm_probes(fd: int, tree: str, library: tuple[str, ...]) -> None:
         datetime.datetime.today: "datetime.today",
         datetime.date.today: "date.today",
     }
+    # A thread is a clock (it counts while the process waits on the wire); it is started
+    # from ``threading``, on product code's behalf, and 3.11 raises no audit event for it.
+    watched |= {getattr(_thread, n): "thread" for n in THREAD_STARTS if hasattr(_thread, n)}
     for name in dir(posix.environ):
         method = getattr(posix.environ, name)
         if type_(method) is builtin_ and method.__self__ is posix.environ:
@@ -326,7 +335,13 @@ def arm_probes(fd: int, tree: str, library: tuple[str, ...]) -> None:
         try:
             if event == "c_call":
                 name = watched_get(arg)
-                if name is not None and in_tree(frame):
+                if name is None:
+                    pass
+                elif name == "thread":
+                    caller = nearest(frame, False)
+                    if caller is not None:
+                        record(name, "", caller)
+                elif in_tree(frame):
                     record(name, "", frame)
             elif event == "call":
                 home = frame.f_globals
