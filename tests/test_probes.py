@@ -51,6 +51,7 @@ PRODUCT = textwrap.dedent(
         remade = types.FunctionType(genericpath.isfile.__code__, {"os": os, "stat": stat})
         remade("/etc/hostname")  # globals of its own: the profile does not look it up
         threading.Thread(target=int).start()  # a thread counts while the process waits
+        os.sysconf("SC_CHILD_MAX")  # the rlimit on processes, through libc
         try:
             pathlib.Path("/sys").stat()
         except OSError:  # no /sys in the sandbox: probed all the same
@@ -115,6 +116,7 @@ def test_the_product_process_records_what_product_code_probes_and_nothing_honest
             f"time.monotonic_ns {at('/etc', 'more_spellings')}",
             f"function.__new__ genericpath.isfile {at('remade =', 'more_spellings')}",
             f"thread {at('threading.Thread', 'more_spellings')}",
+            f"os.sysconf {at('SC_CHILD_MAX', 'more_spellings')}",
         ]
     )
 

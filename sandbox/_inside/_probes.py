@@ -86,8 +86,11 @@ IDENTITY = (
     "getpid", "getppid", "getuid", "geteuid", "getgid", "getegid", "getgroups", "getlogin",
     "getresuid", "getresgid", "uname", "times", "getloadavg", "sched_getaffinity", "cpu_count",
     "stat", "lstat", "fstat", "access", "getcwd", "readlink", "get_terminal_size", "isatty",
-    "ttyname", "getpgrp", "getsid",
+    "ttyname", "getpgrp", "getsid", "sysconf", "confstr", "pathconf", "fpathconf", "statvfs",
+    "fstatvfs", "getpriority", "sched_getscheduler", "sched_getparam", "getpgid",
 )  # fmt: skip
+"""The process's identity and limits (``sysconf("SC_CHILD_MAX")`` is the rlimit on processes,
+read through libc: no ``resource`` import, no file)."""
 THREAD_STARTS = ("start_new_thread", "start_new", "start_joinable_thread")
 """``_thread``'s starts of a thread (``threading.Thread.start`` calls one): a probe wherever
 product code's call of it began, since a thread counting while the process waits is a clock
