@@ -94,7 +94,7 @@ read through libc: no ``resource`` import, no file)."""
 THREAD_STARTS = ("start_new_thread", "start_new", "start_joinable_thread")
 """``_thread``'s starts of a thread (``threading.Thread.start`` calls one): a probe wherever
 product code's call of it began, since a thread counting while the process waits is a clock
-that reads no clock (tests/attacks/probe_cases.py ``call_latency_thread_counter``)."""
+that reads no clock (docs/threat-model.md, the boundary's latency)."""
 FORK_HOOKS = ("register_at_fork",)
 """Calls that run product code wherever the process forks: in the process the properties'
 processes are forked from, a hook would count the properties (docs/design/isolated-oracle.md,
