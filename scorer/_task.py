@@ -636,7 +636,7 @@ def _run_both(
                 [],
             )
         not_collected = [(node, collection_cause(text)) for node, text in collected.errors]
-        cases = tests_of(collected.node_ids or [], collected.unordered)
+        cases = candidate_tests(collected.node_ids or [], collected.unordered)
         candidates = list(dict.fromkeys([*cases, *tests, *guard_ids]))
         if not candidates:
             broken = "; ".join(f"{node}: {why}" for node, why in not_collected)
@@ -772,7 +772,7 @@ def _properties(
     return props
 
 
-def tests_of(node_ids: Sequence[str], unordered: Sequence[str]) -> list[str]:
+def candidate_tests(node_ids: Sequence[str], unordered: Sequence[str]) -> list[str]:
     """The tests a task tries, test by test as the project's own pytest counts them: each
     parametrized case is one (a fix may mend some cases of a test and not others), but the
     cases of a test named by their place in a set (``[expected0]``: each run's hash seed

@@ -18,7 +18,7 @@ import pytest
 
 from patchwarden.scorer import TestResult, read_testpaths
 from patchwarden.scorer._contract import property_id
-from patchwarden.scorer._task import is_test_path, oracle_text, roots_of_tests, tests_of
+from patchwarden.scorer._task import candidate_tests, is_test_path, oracle_text, roots_of_tests
 from tests._git_repos import GIT_ENV, commit, init_repo, operator_config, patchwarden
 
 PYPROJECT = '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["."]\n'
@@ -708,7 +708,7 @@ def test_a_task_tries_each_parametrized_case_but_those_a_set_orders() -> None:
         "t/test_n.py::test_year[1986-expected1]",
         "t/test_n.py::TestX::test_plain",
     ]
-    assert tests_of(nodes, ["t/test_n.py::test_year"]) == [
+    assert candidate_tests(nodes, ["t/test_n.py::test_year"]) == [
         "t/test_n.py::test_empty[namedtuple]",
         "t/test_n.py::test_empty[namedlist]",
         "t/test_n.py::test_year",
